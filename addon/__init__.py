@@ -1,0 +1,21 @@
+"""llm-reasoning-proxy: a mitmproxy addon that keeps LLM reasoning state across turns.
+
+It reads the reasoning each response carries (opaque signatures, reasoning
+text), remembers it by tool call id, and puts it back into the next request
+when the client dropped it, so the provider answers 200 instead of 400.
+"""
+
+from __future__ import annotations
+
+from .capture import ResponseCapture
+from .proxy_config import ProxyConfig
+from .repair import RequestRepair
+
+
+def make_addons() -> list[object]:
+    """The addon objects in hook order; they share one configuration."""
+    config = ProxyConfig()
+    return [config, RequestRepair(config), ResponseCapture(config)]
+
+
+__all__ = ["ProxyConfig", "RequestRepair", "ResponseCapture", "make_addons"]

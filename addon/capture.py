@@ -1,0 +1,119 @@
+"""The addon that reads reasoning out of LLM responses and stores it in the cache."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+
+from mitmproxy import http
+
+from . import formats
+from .annotate import add_comment, flow_meta
+from .events import Captured, Skipped, ToolCallSummary, summarize_fields
+from .failopen import fail_open
+from .proxy_config import ProxyConfig
+from .redact import redact_url
+from .response_tap import ResponseTap
+
+logger = logging.getLogger(__name__)
+
+
+def _is_event_stream(response: http.Response) -> bool:
+    return response.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+class ResponseCapture:
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        meta = flow_meta(flow)
+        if meta is None or flow.response is None or not self.config.ready:
+            return
+        with fail_open(flow.id, "response capture", self.config.events):
+            if callable(flow.response.stream):
+                self._skip(flow, "another addon already streams this response; reasoning not captured")
+                return
+            response = flow.response
+            flow.response.stream = ResponseTap(
+                formats.by_name(meta["format"]).reader(),
+                sse=_is_event_stream(response),
+                content_encoding=response.headers.get("content-encoding"),
+                read=200 <= response.status_code < 300,
+                keep_body=self.config.keep_bodies(),
+                on_finish=functools.partial(self._store, flow),
+            )
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        self._close(flow, complete=True)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        # An aborted stream ends here instead of in `response`.
+        self._close(flow, complete=False)
+
+    def _close(self, flow: http.HTTPFlow, *, complete: bool) -> None:
+        tap = flow.response.stream if flow.response is not None else None
+        if not isinstance(tap, ResponseTap):
+            return
+        with fail_open(flow.id, "response capture", self.config.events):
+            tap.finish(complete=complete)
+            body = tap.body
+            if body is not None and flow.response.raw_content is None:
+                flow.response.raw_content = body
+
+    def _store(self, flow: http.HTTPFlow, tap: ResponseTap, complete: bool) -> None:
+        with fail_open(flow.id, "response capture", self.config.events):
+            meta = flow_meta(flow)
+            store, settings = self.config.store, self.config.settings
+            if meta is None or store is None or settings is None:
+                return
+            url = redact_url(flow.request.pretty_url)
+            if tap.problem:
+                self._skip(flow, tap.problem)
+            if not tap.read:
+                return
+            wire_format = formats.by_name(meta["format"])
+            captured = []
+            for record in tap.reader.records(complete=complete):
+                record = record.model_copy(
+                    update={"request_model": meta.get("request_model"), "captured_at": time.time()}
+                )
+                keys = record.tool_call_ids
+                if keys:
+                    store.put(meta["scope"], keys, record)
+                self.config.events.write(
+                    Captured(
+                        flow_id=flow.id,
+                        host=meta["host"],
+                        url=url,
+                        wire_format=wire_format.name,
+                        response_id=record.response_id,
+                        request_model=record.request_model,
+                        response_model=record.response_model,
+                        tool_calls=[ToolCallSummary(id=c.id, name=c.name) for c in record.tool_calls],
+                        fields=summarize_fields(
+                            record.fields, wire_format.text_fields, settings.log_opaque
+                        ),
+                        streamed=tap.sse,
+                        complete=complete,
+                        stored=bool(keys),
+                    )
+                )
+                captured.append({"response_id": record.response_id, "fields": sorted(record.fields), "tool_call_ids": keys})
+                logger.info(
+                    "llm captured %s from %s for %s",
+                    ", ".join(sorted(record.fields)),
+                    url,
+                    f"tool calls {', '.join(keys)}" if keys else "no tool call (not cached)",
+                )
+            if captured:
+                meta["captured"] = captured
+                fields = sorted({name for entry in captured for name in entry["fields"]})
+                calls = sum(len(entry["tool_call_ids"]) for entry in captured)
+                add_comment(flow, f"llm captured {', '.join(fields)} for {calls} tool call(s)")
+
+    def _skip(self, flow: http.HTTPFlow, reason: str) -> None:
+        url = redact_url(flow.request.pretty_url)
+        logger.info("llm skipped %s: %s", url, reason)
+        self.config.events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

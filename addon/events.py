@@ -1,0 +1,129 @@
+"""The JSONL event log: one pydantic model per kind of event, one line each."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .records import RepairAction
+
+logger = logging.getLogger(__name__)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+class Event(BaseModel):
+    ts: str = Field(default_factory=_now)
+    kind: str
+    flow_id: str | None = None
+
+
+class FlowEvent(Event):
+    host: str
+    url: str  # redacted
+    wire_format: str
+
+
+class FieldSummary(BaseModel):
+    """A captured value as logged: text in full, opaque values only by length and hash."""
+
+    length: int
+    sha256: str
+    text: str | None = None
+    value: str | None = None
+
+
+class ToolCallSummary(BaseModel):
+    id: str
+    name: str
+
+
+class Started(Event):
+    kind: Literal["started"] = "started"
+    version: str
+    settings: dict[str, Any]
+
+
+class Captured(FlowEvent):
+    kind: Literal["captured"] = "captured"
+    response_id: str | None
+    request_model: str | None
+    response_model: str | None
+    tool_calls: list[ToolCallSummary]
+    fields: dict[str, FieldSummary]
+    streamed: bool
+    complete: bool
+    stored: bool
+
+
+class Repaired(FlowEvent):
+    kind: Literal["repaired"] = "repaired"
+    applied: bool  # False when llm_repair=false: what would have been done
+    cache_hits: int
+    actions: list[RepairAction]
+
+
+class Skipped(Event):
+    """Traffic the addon looked at and left alone, with the reason."""
+
+    kind: Literal["skipped"] = "skipped"
+    url: str
+    reason: str
+
+
+class Failure(Event):
+    kind: Literal["failure"] = "failure"
+    stage: str
+    error: str
+
+
+def summarize_fields(
+    fields: Mapping[str, Any], text_fields: frozenset[str], include_opaque: bool
+) -> dict[str, FieldSummary]:
+    summaries = {}
+    for name, value in fields.items():
+        text = value if isinstance(value, str) else repr(value)
+        summary = FieldSummary(length=len(text), sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16])
+        if name in text_fields:
+            summary.text = text
+        elif include_opaque:
+            summary.value = text
+        summaries[name] = summary
+    return summaries
+
+
+class EventLog:
+    """Appends events to a JSONL file created owner-only; never raises into a hook."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._file = None
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+        self._failed = False
+
+    def write(self, event: Event) -> None:
+        if self._file is None:
+            return
+        try:
+            self._file.write(event.model_dump_json(exclude_none=True) + "\n")
+        except (OSError, ValueError) as e:
+            if not self._failed:
+                logger.warning("llm event log %s: cannot write (%s); further failures are not reported", self.path, e)
+            self._failed = True
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

@@ -1,0 +1,24 @@
+"""The wire formats the proxy understands, each in a module of its own."""
+
+from __future__ import annotations
+
+from .base import ResponseReader, WireFormat
+from .chat_completions import ChatCompletions
+
+FORMATS: tuple[WireFormat, ...] = (ChatCompletions(),)
+_BY_NAME = {f.name: f for f in FORMATS}
+
+
+def claim(method: str, path: str, body: bytes) -> WireFormat | None:
+    """The wire format that owns a request, or None for traffic to leave alone."""
+    for wire_format in FORMATS:
+        if wire_format.claims(method, path, body):
+            return wire_format
+    return None
+
+
+def by_name(name: str) -> WireFormat:
+    return _BY_NAME[name]
+
+
+__all__ = ["FORMATS", "ResponseReader", "WireFormat", "by_name", "claim"]

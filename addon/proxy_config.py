@@ -1,0 +1,119 @@
+"""The addon that owns the llm_* options and what they open: the cache and the log."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from importlib import metadata
+from typing import Optional
+
+from mitmproxy import ctx, exceptions
+from mitmproxy.addonmanager import Loader
+
+from .cache import CacheLimits, ReasoningStore, StoreError, open_store
+from .events import EventLog, Started
+from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
+
+logger = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return metadata.version(PROJECT)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def unknown_llm_options(names: Iterable[str]) -> list[str]:
+    """Option names that look like ours but are not: typos mitmproxy would ignore."""
+    return sorted(n for n in names if n.startswith("llm_") and n not in OPTION_NAMES)
+
+
+class ProxyConfig:
+    def __init__(self) -> None:
+        # Plain attributes, not raising properties: mitmproxy getattr()s every
+        # attribute of an addon while collecting its commands.
+        self.settings: Settings | None = None
+        self.store: ReasoningStore | None = None
+        self.events = EventLog(None)
+
+    @property
+    def ready(self) -> bool:
+        return self.settings is not None and self.store is not None
+
+    def load(self, loader: Loader) -> None:
+        for spec in OPTIONS:
+            loader.add_option(spec.name, Optional[str], spec.default, " ".join(spec.help.split()))
+
+    def configure(self, updated: set[str]) -> None:
+        unknown = unknown_llm_options(getattr(ctx.options, "deferred", {}))
+        if unknown:
+            raise exceptions.OptionsError(
+                f"unknown option(s) {', '.join(unknown)}; the llm addon knows {', '.join(sorted(OPTION_NAMES))}"
+            )
+        if self.settings is not None and not updated & OPTION_NAMES:
+            return
+        try:
+            settings = parse_settings({name: getattr(ctx.options, name) for name in OPTION_NAMES})
+        except ValueError as e:
+            raise exceptions.OptionsError(str(e)) from e
+        previous, self.settings = self.settings, settings
+        limits = CacheLimits(settings.cache_max_age, settings.cache_max_entries)
+        if previous is None or (previous.cache, previous.cache_max_age, previous.cache_max_entries) != (
+            settings.cache,
+            settings.cache_max_age,
+            settings.cache_max_entries,
+        ):
+            try:
+                store = open_store(settings.cache, limits)
+            except StoreError as e:
+                self.settings = previous
+                raise exceptions.OptionsError(str(e)) from e
+            if self.store is not None:
+                self.store.close()
+            self.store = store
+        if previous is None or previous.log != settings.log:
+            try:
+                events = EventLog(settings.log)
+            except OSError as e:
+                self.settings = previous
+                raise exceptions.OptionsError(f"llm_log: cannot open {settings.log}: {e}") from e
+            self.events.close()
+            self.events = events
+
+    def running(self) -> None:
+        settings = self.settings
+        assert settings is not None, "configure() runs before running()"
+        logger.info("%s %s active: %s", PROJECT, _version(), settings.summary())
+        self.events.write(Started(version=_version(), settings=settings.model_dump(mode="json")))
+
+    def done(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self.events.close()
+        self.settings = None
+
+    def keep_bodies(self) -> bool:
+        """Whether streamed bodies should be re-attached for flow files, HAR or a UI."""
+        assert self.settings is not None
+        mode = self.settings.keep_bodies
+        if mode != "auto":
+            return mode == "true"
+        options = ctx.options
+        writing = bool(getattr(options, "save_stream_file", None)) or bool(getattr(options, "hardump", ""))
+        return writing or ctx.master.addons.get("view") is not None
+
+
+def repeated_llm_options(deferred: dict[str, object]) -> list[str]:
+    """Our options given more than once with --set.
+
+    mitmproxy refuses a repeated single-value option while registering the
+    script and then drops the whole addon without a word, so say it first.
+    """
+    repeated = []
+    for name, value in deferred.items():
+        values = getattr(value, "val", None)
+        if name in OPTION_NAMES and isinstance(values, list) and len(values) > 1:
+            repeated.append(f"{name} ({', '.join(map(repr, values))})")
+    return repeated

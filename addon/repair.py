@@ -1,0 +1,86 @@
+"""The addon that repairs LLM requests in flight from the reasoning cache."""
+
+from __future__ import annotations
+
+import logging
+
+from mitmproxy import http
+
+from . import formats, jsoncodec
+from .annotate import META, REPAIR_MARKER, add_comment
+from .events import Repaired, Skipped
+from .failopen import fail_open
+from .proxy_config import ProxyConfig
+from .redact import redact_url
+from .scope import request_scope
+
+logger = logging.getLogger(__name__)
+
+
+class RequestRepair:
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        if flow.request.method != "POST" or flow.response is not None or not self.config.ready:
+            return
+        with fail_open(flow.id, "request repair", self.config.events):
+            self._request(flow)
+
+    def _request(self, flow: http.HTTPFlow) -> None:
+        request = flow.request
+        if request.raw_content is None:  # body streamed through (stream_large_bodies): nothing to read
+            return
+        body = request.get_content(strict=False) or b""
+        wire_format = formats.claim(request.method, request.path, body)
+        if wire_format is None:
+            return
+        scope = request_scope(request)
+        meta = {
+            "format": wire_format.name,
+            "scope": str(scope),
+            "host": scope.host,
+            "request_model": jsoncodec.sniff_model(body),
+        }
+        flow.metadata[META] = meta
+        if not wire_format.may_need_repair(body):
+            return
+        try:
+            doc = jsoncodec.loads(body)
+        except ValueError:
+            self._skip(flow, "request body is not valid JSON; forwarded unchanged")
+            return
+        if isinstance(doc, dict) and isinstance(doc.get("model"), str):
+            meta["request_model"] = doc["model"]
+        keys = wire_format.cache_keys(doc)
+        store, settings = self.config.store, self.config.settings
+        assert store is not None and settings is not None
+        cached = store.get_many(meta["scope"], keys) if keys else {}
+        actions = wire_format.repair(doc, cached)
+        if not actions:
+            return
+        descriptions = [action.describe() for action in actions]
+        if settings.repair:
+            request.set_content(jsoncodec.dumps(doc))
+            flow.marked = REPAIR_MARKER
+            add_comment(flow, "llm repaired: " + "; ".join(descriptions))
+        meta["repairs"] = descriptions
+        meta["repaired"] = settings.repair
+        self.config.events.write(
+            Repaired(
+                flow_id=flow.id,
+                host=scope.host,
+                url=redact_url(request.pretty_url),
+                wire_format=wire_format.name,
+                applied=settings.repair,
+                cache_hits=len(cached),
+                actions=actions,
+            )
+        )
+        verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
+        logger.info("llm %s %s: %s", verb, redact_url(request.pretty_url), "; ".join(descriptions))
+
+    def _skip(self, flow: http.HTTPFlow, reason: str) -> None:
+        url = redact_url(flow.request.pretty_url)
+        logger.info("llm skipped %s: %s", url, reason)
+        self.config.events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

@@ -1,0 +1,116 @@
+"""The stream callable that lets a response through untouched while reading a copy.
+
+mitmproxy calls it with each piece of the body as it arrives (still
+content-encoded, not aligned to events) and once more with b"" at the end. It
+returns every piece as it came, so the client sees the stream as the provider
+sent it, byte for byte and without delay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import jsoncodec
+from .decoding import StreamDecoder, UnsupportedEncoding, stream_decoder
+from .formats import ResponseReader
+from .sse_parser import SSEParser
+
+# A non-streamed body is read whole at its end; past this size it is not read.
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+
+
+def _looks_like_sse(body: bytes) -> bool:
+    return body.lstrip()[:6] in (b"data:", b"event:") or body.lstrip()[:1] == b":"
+
+
+class ResponseTap:
+    def __init__(
+        self,
+        reader: ResponseReader,
+        *,
+        sse: bool,
+        content_encoding: str | None,
+        read: bool,
+        keep_body: bool,
+        on_finish: Callable[[ResponseTap, bool], None],
+    ) -> None:
+        self.reader = reader
+        self.sse = sse
+        self.read = read
+        self.keep_body = keep_body
+        self.finished = False
+        self.problem: str | None = None  # why the copy could not be read, if it could not
+        self._on_finish = on_finish
+        self._encoding = content_encoding
+        self._chunks: list[bytes] | None = [] if keep_body or not sse else None
+        self._size = 0
+        self._decoder: StreamDecoder | None = None
+        self._parser: SSEParser | None = None
+        if read and sse:
+            try:
+                self._decoder = stream_decoder(content_encoding)
+                self._parser = SSEParser()
+            except UnsupportedEncoding as e:
+                self._stop(str(e))
+
+    def __call__(self, chunk: bytes) -> bytes:
+        if not chunk:
+            self.finish(complete=True)
+            return chunk
+        self._size += len(chunk)
+        if self._chunks is not None:
+            if self._size <= MAX_DOCUMENT_BYTES:
+                self._chunks.append(chunk)
+            else:
+                self._chunks = None
+                if not self.sse:
+                    self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
+        if self._parser is not None:
+            try:
+                for event in self._parser.feed(self._decoder.decode(chunk)):  # type: ignore[union-attr]
+                    self.reader.feed_event(event)
+            except Exception as e:  # a broken copy must never break the stream itself
+                self._stop(f"stream not readable: {type(e).__name__}: {e}")
+        return chunk
+
+    @property
+    def body(self) -> bytes | None:
+        """The raw body as received, when a copy was kept."""
+        return b"".join(self._chunks) if self._chunks is not None else None
+
+    def finish(self, *, complete: bool) -> None:
+        if self.finished:
+            return
+        self.finished = True
+        try:
+            if self._parser is not None and complete:
+                for event in self._parser.feed(self._decoder.flush()) + self._parser.close():  # type: ignore[union-attr]
+                    self.reader.feed_event(event)
+            elif self.read and not self.sse and complete and self._chunks is not None:
+                self._read_document(b"".join(self._chunks))
+        except Exception as e:
+            self._stop(f"response not readable: {type(e).__name__}: {e}")
+        if not self.keep_body:
+            self._chunks = None
+        self._on_finish(self, complete)
+
+    def _read_document(self, raw: bytes) -> None:
+        decoder = stream_decoder(self._encoding)
+        body = decoder.decode(raw) + decoder.flush()
+        try:
+            doc = jsoncodec.loads(body)
+        except ValueError:
+            if not _looks_like_sse(body):
+                self._stop("response body is not JSON")
+                return
+            # An event stream sent without its content type.
+            parser = SSEParser()
+            for event in parser.feed(body) + parser.close():
+                self.reader.feed_event(event)
+            return
+        self.reader.feed_document(doc)
+
+    def _stop(self, problem: str) -> None:
+        self._parser = None
+        self._decoder = None
+        self.problem = self.problem or problem

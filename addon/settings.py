@@ -1,0 +1,195 @@
+"""The addon's options: their declarations, and parsing them into typed settings.
+
+Every option is declared as an optional string and parsed here, because
+mitmproxy silently unloads a script when it cannot convert a `--set` value to
+an option's declared type; parsing ourselves turns that into a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+PROJECT = "llm-reasoning-proxy"
+
+
+def default_state_dir() -> Path:
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / PROJECT
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    name: str
+    default: str | None
+    help: str
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "llm_cache",
+        str(default_state_dir() / "cache.db"),
+        """
+        Where reasoning state is kept between a response and the next request:
+        a SQLite file path (created owner-only; several proxy processes may
+        share one file), or "memory" for a cache that lives only as long as
+        this process.
+        """,
+    ),
+    OptionSpec(
+        "llm_log",
+        None,
+        """
+        Path of the JSONL event log (captured reasoning, repairs, failures;
+        secrets redacted). Unset means "events.jsonl" beside the cache file
+        (or in the state directory for a memory cache); an empty value turns
+        the log off.
+        """,
+    ),
+    OptionSpec(
+        "llm_repair",
+        "true",
+        """
+        "true" repairs requests whose client dropped reasoning state or
+        malformed the body; "false" only observes and logs what it would
+        repair.
+        """,
+    ),
+    OptionSpec(
+        "llm_cache_max_age",
+        "7d",
+        """
+        How long a cache entry stays usable: seconds, or a number with a unit
+        (s, m, h, d), e.g. "12h".
+        """,
+    ),
+    OptionSpec(
+        "llm_cache_max_entries",
+        "100000",
+        "Most entries (one per tool call id) the cache keeps; the oldest go first.",
+    ),
+    OptionSpec(
+        "llm_log_opaque",
+        "false",
+        """
+        "true" writes opaque reasoning values (signatures, encrypted reasoning)
+        to the event log in full; by default only their length and a short
+        hash are logged.
+        """,
+    ),
+    OptionSpec(
+        "llm_keep_bodies",
+        "auto",
+        """
+        Whether streamed LLM responses get a copy of their body re-attached
+        after streaming, so that -w flow files, HAR files and mitmweb show it.
+        "auto" keeps bodies when a flow file or HAR is being written or a UI
+        keeps flows; "true" always; "false" never (least memory).
+        """,
+    ),
+)
+OPTION_NAMES = frozenset(spec.name for spec in OPTIONS)
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cache: str  # "memory" or an absolute file path
+    log: Path | None
+    repair: bool
+    cache_max_age: float
+    cache_max_entries: int
+    log_opaque: bool
+    keep_bodies: Literal["auto", "true", "false"]
+
+    def summary(self) -> str:
+        return (
+            f"cache={self.cache} (max age {self.cache_max_age:g}s, max {self.cache_max_entries} entries), "
+            f"log={self.log or 'off'}, repair={'on' if self.repair else 'off (observe only)'}"
+        )
+
+
+def parse_bool(name: str, value: str | None) -> bool:
+    if value is None:  # a bare `--set llm_repair` means true, as for mitmproxy's own flags
+        return True
+    lowered = value.strip().lower()
+    if lowered in _TRUE:
+        return True
+    if lowered in _FALSE:
+        return False
+    raise ValueError(f"{name}: expected true or false, got {value!r}")
+
+
+def parse_duration(name: str, value: str | None) -> float:
+    match = _DURATION.match(value or "")
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"{name}: expected a positive duration such as 3600, 30m, 12h or 7d, got {value!r}")
+    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+def parse_count(name: str, value: str | None) -> int:
+    try:
+        count = int((value or "").strip())
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{name}: expected a whole number of at least 1, got {value!r}")
+    return count
+
+
+def parse_cache(value: str | None) -> str:
+    if value is None or not value.strip():
+        raise ValueError('llm_cache: expected a SQLite file path or "memory"')
+    value = value.strip()
+    if value == "memory":
+        return value
+    if "://" in value:
+        raise ValueError(f'llm_cache: unsupported cache {value!r}; expected a SQLite file path or "memory"')
+    path = Path(value).expanduser().absolute()
+    if path.is_dir():
+        raise ValueError(f"llm_cache: {path} is a directory; give a file path such as {path / 'cache.db'}")
+    return str(path)
+
+
+def parse_log(value: str | None, cache: str) -> Path | None:
+    if value is None:
+        folder = default_state_dir() if cache == "memory" else Path(cache).parent
+        return folder / "events.jsonl"
+    if not value.strip():
+        return None
+    path = Path(value.strip()).expanduser().absolute()
+    if path.is_dir():
+        raise ValueError(f"llm_log: {path} is a directory; give a file path")
+    return path
+
+
+def parse_keep_bodies(value: str | None) -> Literal["auto", "true", "false"]:
+    lowered = (value or "auto").strip().lower()
+    if lowered == "auto":
+        return "auto"
+    return "true" if parse_bool("llm_keep_bodies", lowered) else "false"
+
+
+def parse_settings(values: Mapping[str, str | None]) -> Settings:
+    """Settings from raw option strings; raises ValueError naming the bad option."""
+    cache = parse_cache(values.get("llm_cache"))
+    return Settings(
+        cache=cache,
+        log=parse_log(values.get("llm_log"), cache),
+        repair=parse_bool("llm_repair", values.get("llm_repair")),
+        cache_max_age=parse_duration("llm_cache_max_age", values.get("llm_cache_max_age")),
+        cache_max_entries=parse_count("llm_cache_max_entries", values.get("llm_cache_max_entries")),
+        log_opaque=parse_bool("llm_log_opaque", values.get("llm_log_opaque")),
+        keep_bodies=parse_keep_bodies(values.get("llm_keep_bodies")),
+    )

@@ -1,0 +1,86 @@
+"""An incremental Server-Sent Events parser that owns its own buffering.
+
+Transport chunks are not event boundaries: an event can be split across many
+chunks and one chunk can hold many events. The parser follows the WHATWG
+event-stream rules (LF, CRLF or CR line endings, `:` comment lines, multi-line
+`data:`), so it gives the same events for any chunking of the same bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+_LINE_BREAKS = (b"\n", b"\r")
+
+
+class SSEOverflow(ValueError):
+    """One line grew past the parser's limit; the stream is not sensible SSE."""
+
+
+@dataclass(slots=True)
+class SSEEvent:
+    data: bytes
+    event: str | None = None
+    id: str | None = None
+
+
+@dataclass(slots=True)
+class SSEParser:
+    max_line: int = 16 * 1024 * 1024
+    _pending: bytearray = field(default_factory=bytearray)
+    _data: list[bytes] = field(default_factory=list)
+    _event: str | None = None
+    _id: str | None = None
+
+    def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if not chunk:
+            return []
+        if b"\n" not in chunk and b"\r" not in chunk:
+            self._pending += chunk
+            if len(self._pending) > self.max_line:
+                raise SSEOverflow(f"an SSE line exceeds {self.max_line} bytes")
+            return []
+        if self._pending:
+            self._pending += chunk
+            text = bytes(self._pending)
+        else:
+            text = chunk
+        lines = text.splitlines(keepends=True)
+        last = lines[-1]
+        # A trailing CR may be the first half of a CRLF split across chunks.
+        if not last.endswith(_LINE_BREAKS) or last.endswith(b"\r"):
+            self._pending = bytearray(lines.pop())
+        else:
+            self._pending = bytearray()
+        events: list[SSEEvent] = []
+        for line in lines:
+            self._line(line.rstrip(b"\r\n"), events)
+        return events
+
+    def close(self) -> list[SSEEvent]:
+        """End of stream: dispatch what is pending, even without a final blank line."""
+        events: list[SSEEvent] = []
+        if self._pending:
+            self._line(bytes(self._pending).rstrip(b"\r\n"), events)
+            self._pending = bytearray()
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[SSEEvent]) -> None:
+        if not line:
+            if self._data:
+                events.append(SSEEvent(b"\n".join(self._data), self._event, self._id))
+            self._data = []
+            self._event = None
+            return
+        if line[0] == 0x3A:  # ":" starts a comment
+            return
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            self._id = value.decode("utf-8", "replace")
