@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.support.fake_provider import FakeProvider  # noqa: E402
+from tests.support.proxy import MitmdumpProcess  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def fake() -> Iterator[FakeProvider]:
+    provider = FakeProvider().start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture(scope="session")
+def confdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One mitmproxy configuration directory (and CA) for every proxy of the session."""
+    return tmp_path_factory.mktemp("mitmproxy-conf")
+
+
+@pytest.fixture(scope="session")
+def proxy_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("proxy-state")
+
+
+@pytest.fixture(scope="session")
+def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[MitmdumpProcess]:
+    """A reverse proxy in front of the fake provider, with a SQLite cache and an event log."""
+    process = MitmdumpProcess(
+        "--mode", f"reverse:{fake.url}",
+        "--set", f"llm_cache={proxy_state / 'cache.db'}",
+        "--set", f"llm_log={proxy_state / 'events.jsonl'}",
+        confdir=confdir,
+    )  # fmt: skip
+    with process:
+        yield process
+
+
+@pytest.fixture
+def api_key() -> str:
+    """A credential of its own per test, so tests never share a cache scope."""
+    return f"sk-test-{uuid.uuid4().hex}"

@@ -1,0 +1,96 @@
+"""Runs a real `mitmdump -s addon/main.py` subprocess for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ADDON_MAIN = ROOT / "addon" / "main.py"
+MITMDUMP = Path(sys.executable).with_name("mitmdump")
+_LISTENING = re.compile(r"listening at \S*?:(\d+)\.?\s*$")
+
+
+class MitmdumpProcess:
+    def __init__(self, *args: str, confdir: Path, cwd: Path | None = None, addon: bool = True) -> None:
+        script = ["-s", str(ADDON_MAIN)] if addon else []
+        self.command = [
+            str(MITMDUMP), "--listen-host", "127.0.0.1", "--listen-port", "0",
+            "--set", f"confdir={confdir}", *script, *args,
+        ]  # fmt: skip
+        self.cwd = cwd or ROOT
+        self.addon = addon
+        self.lines: list[str] = []
+        self.port: int | None = None
+        self._process: subprocess.Popen[str] | None = None
+        self._ready = threading.Event()
+        self._active = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def start(self, timeout: float = 30.0) -> MitmdumpProcess:
+        self._process = subprocess.Popen(
+            self.command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+        threading.Thread(target=self._drain, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        # The listening line comes just before the `running` hook, which logs "active".
+        while time.monotonic() < deadline:
+            if self._ready.is_set() and (self._active.is_set() or not self.addon):
+                return self
+            if self._process.poll() is not None:
+                time.sleep(0.2)
+                raise RuntimeError(f"mitmdump exited with {self._process.returncode}:\n{self.output}")
+            time.sleep(0.02)
+        self.stop()
+        raise TimeoutError(f"mitmdump did not start:\n{self.output}")
+
+    def _drain(self) -> None:
+        assert self._process is not None and self._process.stdout is not None
+        for line in self._process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            match = _LISTENING.search(line)
+            if match and self.port is None:
+                self.port = int(match.group(1))
+                self._ready.set()
+            if " active: " in line:
+                self._active.set()
+
+    def wait_exit(self, timeout: float = 20.0) -> int:
+        assert self._process is not None
+        code = self._process.wait(timeout)
+        time.sleep(0.1)  # let the drain thread take the last lines
+        return code
+
+    def kill(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.send_signal(signal.SIGKILL)
+            self._process.wait(10)
+
+    def stop(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def __enter__(self) -> MitmdumpProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

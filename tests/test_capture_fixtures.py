@@ -1,0 +1,170 @@
+"""Capture over real provider captures: the same records whatever the chunking or encoding."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import brotli
+import pytest
+import zstandard
+
+from addon.formats.chat_completions import ChatCompletions
+from addon.records import ReasoningRecord
+from addon.response_tap import ResponseTap
+
+FIXTURES = Path(__file__).parent / "fixtures"
+STREAMS = sorted(FIXTURES.glob("copilot/*.sse")) + sorted(FIXTURES.glob("deepseek/*.sse"))
+DOCUMENTS = sorted(FIXTURES.glob("deepseek/*_response_200.json"))
+FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
+
+
+def pieces(raw: bytes, size: int | None) -> list[bytes]:
+    if size is None:
+        return [raw]
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+
+def tap_records(raw: bytes, *, sse: bool, size: int | None, encoding: str | None = None) -> list[ReasoningRecord]:
+    reader = ChatCompletions().reader()
+    finished: list[bool] = []
+    tap = ResponseTap(
+        reader, sse=sse, content_encoding=encoding, read=True, keep_body=False, on_finish=lambda t, c: finished.append(c)
+    )
+    for piece in pieces(raw, size):
+        assert tap(piece) is piece  # the client gets every piece as it came
+    assert tap(b"") == b""
+    assert finished == [True] and tap.problem is None
+    return reader.records(complete=True)
+
+
+def oracle(lines: list[dict]) -> dict:
+    """What a careful reader gets from chunk documents, written the simplest possible way."""
+    fields: dict[str, str] = {}
+    calls: dict[int, str] = {}
+    for doc in lines:
+        for choice in doc.get("choices", []):
+            part = choice.get("delta") or choice.get("message") or {}
+            for name in FIELDS:
+                if isinstance(part.get(name), str):
+                    fields[name] = fields.get(name, "") + part[name]
+            for position, call in enumerate(part.get("tool_calls") or []):
+                if call.get("id"):
+                    calls[call.get("index", position)] = call["id"]
+    return {"fields": fields, "ids": [calls[i] for i in sorted(calls)]}
+
+
+def sse_documents(raw: bytes) -> list[dict]:
+    docs = []
+    for line in raw.decode().splitlines():
+        payload = line[len("data:") :].strip() if line.startswith("data:") else ""
+        if payload and payload != "[DONE]":
+            docs.append(json.loads(payload))
+    return docs
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("size", [None, 1, 7])
+def test_stream_capture_is_independent_of_chunking(path: Path, size: int | None) -> None:
+    raw = path.read_bytes()
+    expected = oracle(sse_documents(raw))
+    records = tap_records(raw, sse=True, size=size)
+    if not expected["fields"]:
+        assert records == []
+        return
+    (record,) = records
+    assert record.fields == expected["fields"]
+    assert record.tool_call_ids == expected["ids"]
+
+
+@pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "encoding, compress",
+    [
+        ("gzip", gzip.compress),
+        ("br", brotli.compress),
+        ("zstd", lambda b: zstandard.ZstdCompressor().compress(b)),
+    ],
+)
+def test_compressed_stream_capture(path: Path, encoding: str, compress) -> None:
+    raw = path.read_bytes()
+    assert tap_records(compress(raw), sse=True, size=7, encoding=encoding) == tap_records(raw, sse=True, size=None)
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
+@pytest.mark.parametrize("size", [None, 1, 7])
+def test_document_capture(path: Path, size: int | None) -> None:
+    raw = path.read_bytes()
+    expected = oracle([json.loads(raw)])
+    records = tap_records(raw, sse=False, size=size)
+    if not expected["fields"]:
+        assert records == []
+        return
+    (record,) = records
+    assert record.fields == expected["fields"]
+    assert record.tool_call_ids == expected["ids"]
+
+
+def test_copilot_parallel_calls_share_the_first_chunks_opaque() -> None:
+    raw = (FIXTURES / "copilot/opencode_tidewave_reasoning_with_tool_calls.sse").read_bytes()
+    (record,) = tap_records(raw, sse=True, size=7)
+    assert record.tool_call_ids == ["call_abc123", "call_def456"]
+    assert record.fields["reasoning_opaque"] == "4CUQ6696CwSXOdQ5rtvDimqA91tBzfmga4ieRbmZ5P67T2NLW3"
+    assert record.fields["reasoning_text"].startswith("**Understanding Dayzee's Purpose**")
+    assert record.response_id == "OdwyabKMI9yel7oPlbzgwQM"
+    assert [c.name for c in record.tool_calls] == ["read_file", "read_file"]
+
+
+def test_copilot_opaque_on_a_content_chunk_before_the_tool_call() -> None:
+    raw = (FIXTURES / "copilot/opencode_tidewave_reasoning_with_opaque_content_and_tool_calls.sse").read_bytes()
+    (record,) = tap_records(raw, sse=True, size=1)
+    assert record.tool_call_ids == ["call_MHxqRDd5WVo3NU8wUXRaMmc0MFE"]
+    assert record.fields["reasoning_opaque"].startswith("WHOd3dYFnxEBOsKUXjbX6c2rJa0f")
+
+
+def test_copilot_opaque_at_end_without_tools_is_captured_but_has_no_keys() -> None:
+    raw = (FIXTURES / "copilot/opencode_tidewave_reasoning_with_opaque_at_end.sse").read_bytes()
+    (record,) = tap_records(raw, sse=True, size=7)
+    assert record.tool_call_ids == []
+    assert record.fields["reasoning_opaque"] == "/PMlTqxqSJZnUBDHgnnJKLVI4eZQ"
+
+
+def test_codecompanion_stub_without_blank_lines_between_events() -> None:
+    # The stub keeps one data: line per chunk with no separators (unlike the real wire).
+    raw = (FIXTURES / "copilot/codecompanion_gemini3_tool_call_reasoning_opaque_stream.sse").read_bytes()
+    assert b"\n\n" not in raw
+    (record,) = tap_records(raw, sse=True, size=7)
+    assert record.tool_call_ids == ["call_MHxoeW9qWnVicVd6R0FkMFZ3UWw"]
+    assert record.fields["reasoning_opaque"].startswith("lgxMQq0m/J6cVjsaH8bbfhxHtAvK4Y+BfAp1pc+7cey9")
+    assert record.response_model == "gemini-3-pro-preview"
+
+
+def test_deepseek_stream_reasoning_content_and_parallel_calls() -> None:
+    raw = (FIXTURES / "deepseek/codecompanion_deepseek_v4_reasoning_content_tool_calls_stream.sse").read_bytes()
+    (record,) = tap_records(raw, sse=True, size=7)
+    assert record.tool_call_ids == ["call_00_xzVVyar4M7TXmqAvwt5lz3v2", "call_01_FiLq2fgCjbR43jdNrxI4OYGD"]
+    assert record.fields["reasoning_content"].startswith("The user wants")
+    assert set(record.fields) == {"reasoning_content"}
+    assert [json.loads(c.arguments)["location"] for c in record.tool_calls] == ["London, UK", "Paris, France"]
+
+
+def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
+    stub = (FIXTURES / "deepseek/codecompanion_deepseek_v4_reasoning_content_tool_calls_stream.sse").read_bytes()
+    lines = [line for line in stub.split(b"\n") if line]
+    raw = b"\n\n".join(lines) + b"\n\n"  # the stub lacks blank lines; give it real wire framing
+    reasoning_only = b"\n\n".join(line for line in lines if b"tool_calls" not in line and b"[DONE]" not in line)
+    reader = ChatCompletions().reader()
+    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    tap(reasoning_only[: len(reasoning_only) // 2])
+    tap.finish(complete=False)
+    assert reader.records(complete=False) == []
+
+    reader = ChatCompletions().reader()
+    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    first_call = raw.index(b"call_01_")  # cut inside the second tool call
+    tap(raw[:first_call])
+    tap.finish(complete=False)
+    (record,) = reader.records(complete=False)
+    assert record.tool_call_ids == ["call_00_xzVVyar4M7TXmqAvwt5lz3v2"]
+    assert record.complete is False

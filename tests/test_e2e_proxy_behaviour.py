@@ -1,0 +1,289 @@
+"""End to end: what the proxy guarantees about traffic it passes, streams, survives and writes down."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from mitmproxy import http, io
+
+from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support.fake_provider import FakeProvider
+from tests.support.proxy import MitmdumpProcess
+
+pytestmark = pytest.mark.e2e
+GEMINI = "gemini-3-pro-preview"
+
+
+def post(base_url: str, path: str, body: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(f"{base_url}{path}", content=body, headers={k.replace("_", "-"): v for k, v in headers.items()},
+                      timeout=30)  # fmt: skip
+
+
+def zed_turn_two(fake: FakeProvider, base_url: str, api_key: str, **options: str) -> list[dict]:
+    """Turn 1 through `base_url`, then the history a client that drops the opaque would send."""
+    turn = first_turn(client(base_url, api_key, **options), GEMINI, stream=True)
+    assert turn["reasoning_opaque"] == fake.issued[turn["tool_calls"][0]["id"]]["reasoning_opaque"]
+    return history_as_sent(turn, drop=("reasoning_opaque", "reasoning_text"), content=[])
+
+
+# --- passthrough ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path, body, content_type",
+    [
+        ("/v1/other", b'{"a": 1}', "application/json"),
+        ("/v1/chat/completions", b'{ "model" : "gemini-3-pro-preview",\n "messages": [{"role":"user","content":"caf\\u00e9"}] }', "application/json"),
+        # tool calls present, but nothing cached for them and nothing malformed: no repair
+        ("/v1/chat/completions", json.dumps({"model": GEMINI, "messages": [
+            QUESTION, {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_unknown", "type": "function", "function": {"name": "x", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "call_unknown", "content": "ok"}]}, indent=1).encode(), "application/json"),
+        ("/v1/chat/completions", b"hello, not json", "text/plain"),
+        ("/v1/chat/completions", b'{"messages": [{"role": "assistant", "tool_calls": [', "application/json"),
+    ],
+    ids=["not-llm", "odd-formatting", "uncached-tool-calls", "non-json-content-type", "truncated-json"],
+)
+def test_requests_needing_no_repair_arrive_byte_identical(
+    fake: FakeProvider, proxy: MitmdumpProcess, path: str, body: bytes, content_type: str
+) -> None:
+    post(proxy.url, path, body, content_type=content_type)
+    assert fake.requests[-1].body == body
+    assert post(proxy.url, "/v1/other", b"{}").status_code == 200  # still serving
+
+
+def test_malformed_json_is_logged_and_forwarded(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
+    body = b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c1"'
+    response = post(proxy.url, "/v1/chat/completions", body, content_type="application/json")
+    assert response.status_code == 400  # the provider's own answer, passed through
+    assert fake.requests[-1].body == body
+    deadline = time.monotonic() + 5
+    while "request body is not valid JSON" not in proxy.output and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "request body is not valid JSON; forwarded unchanged" in proxy.output
+
+
+def test_gzip_request_needing_no_repair_is_untouched(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
+    body = gzip.compress(json.dumps({"model": GEMINI, "messages": [QUESTION]}).encode())
+    post(proxy.url, "/v1/chat/completions", body, content_type="application/json", content_encoding="gzip")
+    assert fake.requests[-1].body == body
+    assert fake.requests[-1].headers["content-encoding"] == "gzip"
+
+
+def test_gzip_request_is_repaired_and_stays_gzip(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
+    messages = zed_turn_two(fake, proxy.url, api_key)
+    body = gzip.compress(json.dumps({"model": GEMINI, "messages": messages, "tools": TOOLS}).encode())
+    response = post(proxy.url, "/v1/chat/completions", body, content_type="application/json",
+                    content_encoding="gzip", authorization=f"Bearer {api_key}")  # fmt: skip
+    assert response.status_code == 200, response.text
+    received = fake.requests[-1]
+    assert received.headers["content-encoding"] == "gzip"
+    sent = json.loads(gzip.decompress(received.body))["messages"][1]
+    assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
+
+
+# --- streams -------------------------------------------------------------------------------------
+
+
+def test_first_event_of_a_slow_stream_arrives_long_before_its_end(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
+    body = json.dumps({"model": GEMINI, "messages": [QUESTION], "tools": TOOLS, "stream": True}).encode()
+    started = time.monotonic()
+    first = None
+    with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", content=body, timeout=30,
+                      headers={"x-fake-event-delay": "0.1", "x-fake-events": "12"}) as response:  # fmt: skip
+        for _ in response.iter_raw():
+            first = first or time.monotonic() - started
+    total = time.monotonic() - started
+    assert total > 1.2
+    assert first is not None and first < 0.5, f"first bytes after {first:.2f}s of {total:.2f}s"
+
+
+@pytest.mark.parametrize("encoding", [None, "gzip", "br", "zstd", "deflate"])
+def test_stream_reaches_client_byte_for_byte_and_is_captured(
+    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str, encoding: str | None
+) -> None:
+    options = {"encoding": encoding} if encoding else {}
+    body = json.dumps({"model": GEMINI, "messages": [QUESTION], "tools": TOOLS, "stream": True}).encode()
+    headers = {"authorization": f"Bearer {api_key}", **{f"x-fake-{k}": v for k, v in options.items()}}
+    with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", content=body, headers=headers, timeout=30) as r:
+        received = b"".join(r.iter_bytes())  # decoded by httpx, as the client sees it
+    assert received == bytes(fake.requests[-1].sent)
+    # The capture read the compressed copy: turn 2 through the proxy is repaired.
+    events = [json.loads(line[6:]) for line in received.decode().splitlines() if line.startswith("data: {")]
+    call = next(c for e in events for c in e["choices"][0]["delta"].get("tool_calls", []))
+    turn = {"tool_calls": [{"id": call["id"], "function": call["function"]}]}
+    messages = history_as_sent(turn, drop=(), content=[])
+    assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False) == "The directory holds two files."
+
+
+def test_aborted_stream_after_the_tool_call_is_still_usable(
+    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str
+) -> None:
+    body = json.dumps({"model": GEMINI, "messages": [QUESTION], "tools": TOOLS, "stream": True}).encode()
+    headers = {"authorization": f"Bearer {api_key}", "x-fake-abort-after": "3"}  # reasoning x2, tool call, then cut
+    received = b""
+    with pytest.raises(httpx.HTTPError):
+        with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", content=body, headers=headers, timeout=30) as r:
+            for piece in r.iter_raw():
+                received += piece
+    call = json.loads(received.split(b"data: ")[3])["choices"][0]["delta"]["tool_calls"][0]
+    messages = history_as_sent({"tool_calls": [call]}, drop=(), content=None)
+    assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False) == "The directory holds two files."
+    assert fake.last().doc["messages"][1]["reasoning_opaque"] == fake.issued[call["id"]]["reasoning_opaque"]
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["terminate", "kill"])
+def test_turn_two_through_a_new_process_on_the_same_cache(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str, how: str
+) -> None:
+    args = ("--mode", f"reverse:{fake.url}", "--set", f"llm_cache={tmp_path / 'cache.db'}")
+    first = MitmdumpProcess(*args, confdir=confdir).start()
+    try:
+        messages = zed_turn_two(fake, first.url, api_key)
+    finally:
+        first.kill() if how == "kill" else first.stop()
+    with MitmdumpProcess(*args, confdir=confdir) as second:
+        assert second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == "The directory holds two files."
+    sent = fake.last().doc["messages"][1]
+    assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
+
+
+def test_other_credential_gets_nothing(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
+    messages = zed_turn_two(fake, proxy.url, api_key)
+    with pytest.raises(openai.BadRequestError, match="missing a `thought_signature`"):
+        # content [] is still fixed, but no reasoning from another account is inserted
+        second_turn(client(proxy.url, api_key + "-other"), GEMINI, messages, stream=False)
+    assert "reasoning_opaque" not in fake.last().doc["messages"][1]
+
+
+def test_secrets_never_reach_the_log_or_the_cache(
+    fake: FakeProvider, confdir: Path, tmp_path: Path
+) -> None:
+    token = "sk-test-PLANTEDSECRET0123456789abcdef"
+    query_key = "AIzaPLANTEDQUERYKEY0123456789abcdefghij"
+    cache, log = tmp_path / "cache.db", tmp_path / "events.jsonl"
+    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", f"llm_cache={cache}", "--set", f"llm_log={log}",
+                         confdir=confdir) as proxy:  # fmt: skip
+        llm = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=token, max_retries=0,
+                            default_query={"key": query_key}, default_headers={"cookie": "session=PLANTEDCOOKIE"})  # fmt: skip
+        turn = first_turn(llm, GEMINI, stream=False)
+        second_turn(llm, GEMINI, history_as_sent(turn, drop=("reasoning_opaque",), content=[]), stream=False)
+    written = log.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("cache.db*"))
+    assert b'"kind":"repaired"' in log.read_bytes()
+    for secret in (token, query_key, "PLANTEDCOOKIE"):
+        assert secret.encode() not in written
+    assert "key=%5BREDACTED%5D" in log.read_text() or "key=[REDACTED]" in log.read_text()
+    assert oct(cache.stat().st_mode & 0o777) == "0o600" and oct(log.stat().st_mode & 0o777) == "0o600"
+
+
+def test_observe_only_logs_what_it_would_repair(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> None:
+    log = tmp_path / "events.jsonl"
+    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "--set", f"llm_log={log}",
+                         "--set", "llm_repair=false", confdir=confdir) as proxy:  # fmt: skip
+        assert "repair=off (observe only)" in proxy.output
+        messages = zed_turn_two(fake, proxy.url, api_key)
+        with pytest.raises(openai.BadRequestError, match="invalid request body"):
+            second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False)
+    repaired = [json.loads(line) for line in log.read_text().splitlines() if '"repaired"' in line]
+    assert repaired and repaired[-1]["applied"] is False
+    assert {a["kind"] for a in repaired[-1]["actions"]} == {"content_null", "restored"}
+
+
+# --- startup -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("llm_repair=maybe", "llm_repair: expected true or false, got 'maybe'"),
+        ("llm_cache_max_age=soon", "llm_cache_max_age: expected a positive duration"),
+        ("llm_cache_max_entries=0", "llm_cache_max_entries: expected a whole number of at least 1"),
+        ("llm_cahce=memory", "unknown option(s) llm_cahce"),
+        ("llm_cache=/proc/no-such-dir/cache.db", "cannot open the reasoning cache at /proc/no-such-dir/cache.db"),
+    ],
+)
+def test_bad_configuration_stops_mitmdump_with_a_clear_message(confdir: Path, option: str, message: str) -> None:
+    process = MitmdumpProcess("--set", option, confdir=confdir)
+    with pytest.raises(RuntimeError, match="exited with 1") as failure:
+        process.start()
+    assert message in str(failure.value)
+
+
+def test_repeated_option_stops_mitmdump(confdir: Path) -> None:
+    process = MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_cache=/tmp/x.db", confdir=confdir)
+    with pytest.raises(RuntimeError, match="llm options set more than once: llm_cache"):
+        process.start()
+
+
+def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, tmp_path: Path) -> None:
+    with MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_log=", confdir=confdir, cwd=tmp_path) as proxy:
+        assert "llm-reasoning-proxy" in proxy.output and "active: cache=memory" in proxy.output
+        assert "log=off, repair=on" in proxy.output
+
+
+def test_mitmweb_loads_the_addon(confdir: Path, tmp_path: Path) -> None:
+    mitmweb = Path(sys.executable).with_name("mitmweb")
+    with socket_port() as web_port:
+        pass
+    process = subprocess.Popen(
+        [str(mitmweb), "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={confdir}",
+         "--set", "web_open_browser=false", "--set", f"web_port={web_port}", "--set", "llm_cache=memory",
+         "-s", str(Path(__file__).resolve().parent.parent / "addon" / "main.py")],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            lines.append(line)
+            if " active: " in line or not line:
+                break
+        assert any(" active: cache=memory" in line for line in lines), "".join(lines)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+class socket_port:
+    """A free TCP port on loopback."""
+
+    def __enter__(self) -> int:
+        import socket
+
+        self._socket = socket.socket()
+        self._socket.bind(("127.0.0.1", 0))
+        return self._socket.getsockname()[1]
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.close()
+
+
+def test_flow_file_keeps_bodies_comments_and_markers(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
+    flows = tmp_path / "flows.mitm"
+    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "-w", str(flows),
+                         confdir=confdir) as proxy:  # fmt: skip
+        messages = zed_turn_two(fake, proxy.url, api_key)
+        second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True)
+    with flows.open("rb") as handle:
+        recorded = [f for f in io.FlowReader(handle).stream() if isinstance(f, http.HTTPFlow)]
+    first, second = recorded
+    assert b"reasoning_opaque" in first.response.content  # the streamed body was re-attached
+    assert first.comment.startswith("llm captured reasoning_opaque, reasoning_text for 1 tool call")
+    assert second.marked == ":wrench:"
+    assert "restored reasoning_text, reasoning_opaque on messages[1]" in second.comment
+    assert second.metadata["llm"]["repairs"][0] == "content [] -> null on messages[1]"
+    assert b'"content": " directory"' in second.response.content
