@@ -33,11 +33,18 @@ class _Identity:
 
 
 class _Zlib:
-    def __init__(self, wbits: int) -> None:
+    def __init__(self, wbits: int, *, members: bool = False) -> None:
+        self._wbits = wbits
+        self._members = members  # gzip bodies may be several members back to back
         self._obj = zlib.decompressobj(wbits=wbits)
 
     def decode(self, chunk: bytes) -> bytes:
-        return self._obj.decompress(chunk)
+        out = self._obj.decompress(chunk)
+        while self._members and self._obj.eof and self._obj.unused_data:
+            rest = self._obj.unused_data
+            self._obj = zlib.decompressobj(wbits=self._wbits)
+            out += self._obj.decompress(rest)
+        return out
 
     def flush(self) -> bytes:
         return self._obj.flush()
@@ -79,7 +86,8 @@ class _Brotli:
 
 class _Zstd:
     def __init__(self) -> None:
-        self._obj = zstandard.ZstdDecompressor().decompressobj()
+        # A zstd body may hold several frames; read on past the end of each.
+        self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
 
     def decode(self, chunk: bytes) -> bytes:
         return self._obj.decompress(chunk)
@@ -96,20 +104,22 @@ class _Chain:
 
     def decode(self, chunk: bytes) -> bytes:
         for decoder in self._decoders:
+            if not chunk:
+                return b""
             chunk = decoder.decode(chunk)
         return chunk
 
     def flush(self) -> bytes:
         out = b""
         for decoder in self._decoders:
-            out = decoder.decode(out) + decoder.flush()
+            out = (decoder.decode(out) if out else b"") + decoder.flush()
         return out
 
 
 _FACTORIES: dict[str, Callable[[], StreamDecoder]] = {
     "identity": _Identity,
-    "gzip": lambda: _Zlib(31),
-    "x-gzip": lambda: _Zlib(31),
+    "gzip": lambda: _Zlib(31, members=True),
+    "x-gzip": lambda: _Zlib(31, members=True),
     "deflate": _Deflate,
     "br": _Brotli,
     "zstd": _Zstd,

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from . import jsoncodec
 from .records import RepairAction
 
 logger = logging.getLogger(__name__)
@@ -117,7 +118,8 @@ class EventLog:
         if self._file is None:
             return
         try:
-            self._file.write(event.model_dump_json(exclude_none=True) + "\n")
+            line = jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
+            self._file.write(line + "\n")
         except (OSError, ValueError) as e:
             if not self._failed:
                 logger.warning("llm event log %s: cannot write (%s); further failures are not reported", self.path, e)

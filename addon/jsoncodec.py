@@ -22,6 +22,22 @@ def loads(data: bytes | str) -> Any:
         return json.loads(data)
 
 
+def join_text(parts: list[str]) -> str:
+    """Concatenates streamed string fragments.
+
+    A provider that escapes astral characters as surrogate pairs can split a pair
+    across two chunks; joined, the two halves become the character they encode.
+    """
+    text = "".join(parts)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def dumps(obj: Any) -> bytes:
     """Compact UTF-8 JSON that keeps key order and string values exactly."""
     try:

@@ -35,10 +35,9 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
             return []
-        if b"\n" not in chunk and b"\r" not in chunk:
+        if b"\n" not in chunk and b"\r" not in chunk and not self._pending.endswith(b"\r"):
             self._pending += chunk
-            if len(self._pending) > self.max_line:
-                raise SSEOverflow(f"an SSE line exceeds {self.max_line} bytes")
+            self._check_line_length()
             return []
         if self._pending:
             self._pending += chunk
@@ -52,6 +51,7 @@ class SSEParser:
             self._pending = bytearray(lines.pop())
         else:
             self._pending = bytearray()
+        self._check_line_length()
         events: list[SSEEvent] = []
         for line in lines:
             self._line(line.rstrip(b"\r\n"), events)
@@ -60,11 +60,15 @@ class SSEParser:
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch what is pending, even without a final blank line."""
         events: list[SSEEvent] = []
-        if self._pending:
-            self._line(bytes(self._pending).rstrip(b"\r\n"), events)
-            self._pending = bytearray()
+        for line in bytes(self._pending).splitlines():
+            self._line(line, events)
+        self._pending = bytearray()
         self._line(b"", events)
         return events
+
+    def _check_line_length(self) -> None:
+        if len(self._pending) > self.max_line:
+            raise SSEOverflow(f"an SSE line exceeds {self.max_line} bytes")
 
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
         if not line:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from .. import jsoncodec
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
 
@@ -74,15 +75,16 @@ class SQLiteStore:
             )
             for key, raw in rows:
                 try:
-                    found[key] = ReasoningRecord.model_validate_json(raw)
-                except ValidationError:
+                    found[key] = ReasoningRecord.model_validate(jsoncodec.loads(raw))
+                except (ValueError, ValidationError):
                     logger.warning("llm cache: ignoring unreadable entry for tool call %s", key)
         return found
 
     def put(self, scope: str, keys: Sequence[str], record: ReasoningRecord) -> None:
         if not keys:
             return
-        raw = record.model_dump_json()
+        # Not model_dump_json(): it refuses lone surrogates, which a provider can send.
+        raw = jsoncodec.dumps(record.model_dump()).decode()
         now = self._clock()
         self._db.execute("BEGIN IMMEDIATE")
         try:

@@ -126,7 +126,7 @@ class ChatCompletionsReader:
         records = []
         for state in self._choices.values():
             calls = [
-                ToolCallRef(id=slot.id, name=slot.name, arguments="".join(slot.arguments))
+                ToolCallRef(id=slot.id, name=slot.name, arguments=jsoncodec.join_text(slot.arguments))
                 for slot in state.calls.values()
                 if slot.id
             ]
@@ -136,7 +136,7 @@ class ChatCompletionsReader:
             records.append(
                 ReasoningRecord(
                     wire_format=NAME,
-                    fields={name: "".join(parts) for name, parts in state.fields.items()},
+                    fields={name: jsoncodec.join_text(parts) for name, parts in state.fields.items()},
                     tool_calls=calls,
                     response_id=self.response_id,
                     response_model=self.response_model,

@@ -1,0 +1,458 @@
+"""Unit tests for addon/cache: the memory and SQLite reasoning stores."""
+
+from __future__ import annotations
+
+import json
+
+import os
+import signal
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from addon.cache import CacheLimits, MemoryStore, SQLiteStore, StoreError, open_store
+from addon.records import ReasoningRecord, ToolCallRef
+
+REPO = Path(__file__).resolve().parents[1]
+VENV_PYTHON = REPO / ".venv" / "bin" / "python"
+PYTHON = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+
+DAY = 86400.0
+LIMITS = CacheLimits(max_age=DAY, max_entries=1000)
+SCOPE = "api.openai.com|cred:0123abcd"
+OTHER_SCOPE = "api.openai.com|cred:ffff9999"
+
+
+class FakeClock:
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_record(n: int = 1, **overrides) -> ReasoningRecord:
+    values = dict(
+        wire_format="openai-chat",
+        fields={
+            "reasoning_opaque": f"QUJD{n}REVG+/==",
+            "reasoning_text": f"Thinking about step {n}: café, 日本, emoji \U0001f600",
+            "nested": {"list": [1, 2.5, None, True, "x"], "n": n},
+        },
+        tool_calls=[
+            ToolCallRef(id=f"call_{n}a", name="get_weather", arguments='{"city": "Paris"}'),
+            ToolCallRef(id=f"call_{n}b", name="search", arguments=""),
+        ],
+        response_id=f"chatcmpl-{n}",
+        request_model="gpt-5",
+        response_model="gpt-5-2025-08-07",
+        complete=True,
+        captured_at=1_700_000_000.25,
+    )
+    values.update(overrides)
+    return ReasoningRecord(**values)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def backend(request, tmp_path):
+    """A factory (limits, clock) -> store for each backend; stores are closed afterwards."""
+    opened = []
+
+    def make(limits: CacheLimits = LIMITS, clock: FakeClock | None = None):
+        clock = clock or FakeClock()
+        if request.param == "memory":
+            store = MemoryStore(limits, clock=clock)
+        else:
+            store = SQLiteStore(tmp_path / "cache.db", limits, clock=clock)
+        opened.append(store)
+        return store
+
+    make.kind = request.param
+    yield make
+    for store in opened:
+        store.close()
+
+
+# --------------------------------------------------------------------------------------
+# both backends
+
+
+def test_round_trip_under_several_keys(backend):
+    store = backend()
+    record = make_record(1)
+    store.put(SCOPE, ["call_1a", "call_1b", "call_1c"], record)
+    found = store.get_many(SCOPE, ["call_1a", "call_1b", "call_1c", "call_unknown"])
+    assert found == {"call_1a": record, "call_1b": record, "call_1c": record}
+    got = found["call_1b"]
+    assert got.wire_format == "openai-chat"
+    assert got.fields == record.fields
+    assert got.tool_calls == [
+        ToolCallRef(id="call_1a", name="get_weather", arguments='{"city": "Paris"}'),
+        ToolCallRef(id="call_1b", name="search", arguments=""),
+    ]
+    assert got.response_id == "chatcmpl-1"
+    assert got.captured_at == 1_700_000_000.25
+    assert got.tool_call_ids == ["call_1a", "call_1b"]
+
+
+def test_minimal_record_round_trip(backend):
+    store = backend()
+    record = ReasoningRecord(wire_format="anthropic", fields={})
+    store.put(SCOPE, ["k"], record)
+    assert store.get_many(SCOPE, ["k"]) == {"k": record}
+
+
+def test_get_many_empty_and_unknown(backend):
+    store = backend()
+    assert store.get_many(SCOPE, []) == {}
+    assert store.get_many(SCOPE, ["nope"]) == {}
+
+
+def test_get_many_with_duplicate_keys(backend):
+    store = backend()
+    record = make_record()
+    store.put(SCOPE, ["a"], record)
+    assert store.get_many(SCOPE, ["a", "a", "b", "a"]) == {"a": record}
+
+
+def test_put_with_no_keys_stores_nothing(backend):
+    store = backend()
+    store.put(SCOPE, [], make_record())
+    assert store.get_many(SCOPE, [""]) == {}
+    assert store.prune() == 0
+
+
+def test_put_replaces_existing_entry(backend):
+    store = backend()
+    store.put(SCOPE, ["a", "b"], make_record(1))
+    store.put(SCOPE, ["a"], make_record(2))
+    assert store.get_many(SCOPE, ["a", "b"]) == {"a": make_record(2), "b": make_record(1)}
+
+
+def test_scope_isolation(backend):
+    store = backend()
+    store.put(SCOPE, ["call_1"], make_record(1))
+    assert store.get_many(OTHER_SCOPE, ["call_1"]) == {}
+    store.put(OTHER_SCOPE, ["call_1"], make_record(2))
+    assert store.get_many(SCOPE, ["call_1"]) == {"call_1": make_record(1)}
+    assert store.get_many(OTHER_SCOPE, ["call_1"]) == {"call_1": make_record(2)}
+
+
+def test_expiry_with_fake_clock(backend):
+    clock = FakeClock(1000.0)
+    store = backend(CacheLimits(max_age=100.0, max_entries=1000), clock)
+    store.put(SCOPE, ["old"], make_record(1))
+    clock.now = 1050.0
+    store.put(SCOPE, ["new"], make_record(2))
+
+    clock.now = 1100.0  # "old" is exactly max_age old: still usable
+    assert store.get_many(SCOPE, ["old", "new"]) == {"old": make_record(1), "new": make_record(2)}
+
+    clock.now = 1100.5
+    assert store.get_many(SCOPE, ["old", "new"]) == {"new": make_record(2)}
+    assert store.prune() == 1
+    assert store.prune() == 0
+
+    clock.now = 1000.0  # even with the clock back, a pruned entry is gone
+    assert store.get_many(SCOPE, ["old", "new"]) == {"new": make_record(2)}
+
+    clock.now = 1151.0
+    assert store.get_many(SCOPE, ["new"]) == {}
+    assert store.prune() == 1
+
+
+def test_prune_counts_every_key_of_an_expired_put(backend):
+    clock = FakeClock(0.0)
+    store = backend(CacheLimits(max_age=10.0, max_entries=1000), clock)
+    store.put(SCOPE, ["a", "b", "c"], make_record())
+    store.put(OTHER_SCOPE, ["a"], make_record())
+    clock.now = 11.0
+    assert store.prune() == 4
+
+
+def test_count_bound(backend):
+    clock = FakeClock(1000.0)
+    store = backend(CacheLimits(max_age=DAY, max_entries=3), clock)
+    keys = [f"call_{i}" for i in range(5)]
+    for i, key in enumerate(keys):
+        clock.now = 1000.0 + i
+        store.put(SCOPE, [key], make_record(i))
+    removed = store.prune()
+    assert removed == (0 if backend.kind == "memory" else 2)  # memory evicts on put
+    assert store.get_many(SCOPE, keys) == {f"call_{i}": make_record(i) for i in (2, 3, 4)}
+
+
+def test_memory_store_evicts_oldest_on_put():
+    clock = FakeClock(1000.0)
+    store = MemoryStore(CacheLimits(max_age=DAY, max_entries=3), clock=clock)
+    for i in range(3):
+        clock.now += 1
+        store.put(SCOPE, [f"k{i}"], make_record(i))
+    clock.now += 1
+    store.put(SCOPE, ["k0"], make_record(9))  # re-putting makes k0 the newest
+    clock.now += 1
+    store.put(SCOPE, ["k3"], make_record(3))
+    assert store.get_many(SCOPE, ["k0", "k1", "k2", "k3"]) == {
+        "k0": make_record(9),
+        "k2": make_record(2),
+        "k3": make_record(3),
+    }
+    store.put(SCOPE, ["m1", "m2", "m3", "m4"], make_record(4))
+    assert store.get_many(SCOPE, ["k0", "k2", "k3", "m1", "m2", "m3", "m4"]) == {
+        "m2": make_record(4),
+        "m3": make_record(4),
+        "m4": make_record(4),
+    }
+
+
+def test_sqlite_count_bound_applies_across_scopes(tmp_path):
+    clock = FakeClock(1000.0)
+    store = SQLiteStore(tmp_path / "c.db", CacheLimits(max_age=DAY, max_entries=2), clock=clock)
+    for i, scope in enumerate([SCOPE, OTHER_SCOPE, SCOPE]):
+        clock.now = 1000.0 + i
+        store.put(scope, [f"k{i}"], make_record(i))
+    assert store.prune() == 1
+    assert store.get_many(SCOPE, ["k0", "k2"]) == {"k2": make_record(2)}
+    assert store.get_many(OTHER_SCOPE, ["k1"]) == {"k1": make_record(1)}
+    store.close()
+
+
+def test_delete(backend):
+    store = backend()
+    store.put(SCOPE, ["a", "b", "c"], make_record())
+    store.put(OTHER_SCOPE, ["a"], make_record(2))
+    assert store.delete(SCOPE, ["a", "b", "missing"]) == 2
+    assert store.get_many(SCOPE, ["a", "b", "c"]) == {"c": make_record()}
+    assert store.get_many(OTHER_SCOPE, ["a"]) == {"a": make_record(2)}
+    assert store.delete(SCOPE, ["a"]) == 0
+    assert store.delete(SCOPE, ["c", "c"]) == 1
+    assert store.delete(SCOPE, []) == 0
+    assert store.get_many(SCOPE, ["c"]) == {}
+
+
+def test_many_keys_in_one_call(backend):
+    store = backend(CacheLimits(max_age=DAY, max_entries=5000))
+    keys = [f"call_{i:04d}" for i in range(1203)]  # more than one SQL batch
+    store.put(SCOPE, keys, make_record())
+    found = store.get_many(SCOPE, keys + ["other"])
+    assert sorted(found) == keys
+    assert store.delete(SCOPE, keys[:700]) == 700
+    assert sorted(store.get_many(SCOPE, keys)) == keys[700:]
+
+
+def test_record_with_lone_surrogate(backend):
+    # Streamed deltas can each carry half of a surrogate pair ("\ud83d" then "\ude00");
+    # joined as Python strings they stay two lone surrogates in the record's fields.
+    # The store must take such a record; what comes back must mean the same in JSON, the
+    # only form a provider ever sees (a pair of surrogate escapes is the character they encode).
+    store = backend()
+    record = make_record(fields={"reasoning_content": "smile \ud83d\ude00 lone \udc80 done"})
+    store.put(SCOPE, ["call_s"], record)
+    found = store.get_many(SCOPE, ["call_s"])["call_s"]
+    as_json = lambda fields: json.loads(json.dumps(fields))  # noqa: E731
+    assert as_json(found.fields) == as_json(record.fields)
+    assert found.tool_call_ids == record.tool_call_ids
+
+
+# --------------------------------------------------------------------------------------
+# open_store
+
+
+def test_open_store_memory():
+    store = open_store("memory", LIMITS)
+    assert isinstance(store, MemoryStore)
+    assert store.description == "memory"
+    store.close()
+
+
+def test_open_store_sqlite(tmp_path):
+    path = tmp_path / "sub" / "cache.db"
+    store = open_store(str(path), LIMITS)
+    assert isinstance(store, SQLiteStore)
+    assert store.description == f"sqlite:{path}"
+    assert path.is_file()
+    store.close()
+
+
+def test_open_store_expands_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    store = open_store("~/state/cache.db", LIMITS)
+    assert store.description == f"sqlite:{tmp_path / 'state' / 'cache.db'}"
+    assert (tmp_path / "state" / "cache.db").is_file()
+    store.close()
+
+
+# --------------------------------------------------------------------------------------
+# SQLite specifics
+
+
+def test_sqlite_file_is_private_and_wal(tmp_path):
+    path = tmp_path / "state" / "cache.db"
+    store = SQLiteStore(path, LIMITS)
+    store.put(SCOPE, ["a"], make_record())
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    wal = path.with_name("cache.db-wal")
+    assert wal.exists()
+    assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    store.close()
+
+
+def test_sqlite_existing_parent_is_left_alone(tmp_path):
+    folder = tmp_path / "shared"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    SQLiteStore(folder / "c.db", LIMITS).close()
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o755
+    assert stat.S_IMODE((folder / "c.db").stat().st_mode) == 0o600
+
+
+def test_sqlite_persists_across_reopen(tmp_path):
+    path = tmp_path / "c.db"
+    store = SQLiteStore(path, LIMITS)
+    store.put(SCOPE, ["a", "b"], make_record(5))
+    store.close()
+    again = SQLiteStore(path, LIMITS)
+    assert again.get_many(SCOPE, ["a", "b"]) == {"a": make_record(5), "b": make_record(5)}
+    again.close()
+
+
+def test_sqlite_two_instances_share_one_file(tmp_path):
+    path = tmp_path / "c.db"
+    first = SQLiteStore(path, LIMITS)
+    second = SQLiteStore(path, LIMITS)
+    first.put(SCOPE, ["from_first"], make_record(1))
+    assert second.get_many(SCOPE, ["from_first"]) == {"from_first": make_record(1)}
+    second.put(SCOPE, ["from_second"], make_record(2))
+    assert first.get_many(SCOPE, ["from_second"]) == {"from_second": make_record(2)}
+    assert second.delete(SCOPE, ["from_first"]) == 1
+    assert first.get_many(SCOPE, ["from_first"]) == {}
+    first.close()
+    second.close()
+
+
+CHILD_PRELUDE = """
+import sys, time
+from pathlib import Path
+from addon.cache import CacheLimits, SQLiteStore
+from addon.records import ReasoningRecord, ToolCallRef
+
+store = SQLiteStore(Path(sys.argv[1]), CacheLimits(max_age=86400.0, max_entries=1000))
+
+def record(i):
+    return ReasoningRecord(
+        wire_format="openai-chat",
+        fields={"reasoning_opaque": f"opaque-{i}"},
+        tool_calls=[ToolCallRef(id=f"call_{i}", name="f", arguments="{}")],
+        response_id=f"resp-{i}",
+    )
+"""
+
+
+def expected_child_record(i: int) -> ReasoningRecord:
+    return ReasoningRecord(
+        wire_format="openai-chat",
+        fields={"reasoning_opaque": f"opaque-{i}"},
+        tool_calls=[ToolCallRef(id=f"call_{i}", name="f", arguments="{}")],
+        response_id=f"resp-{i}",
+    )
+
+
+def test_sqlite_write_from_another_process(tmp_path):
+    path = tmp_path / "c.db"
+    store = SQLiteStore(path, LIMITS)  # opened first, kept open while the child writes
+    script = CHILD_PRELUDE + "store.put('scope-x', ['call_7'], record(7))\nstore.close()\n"
+    result = subprocess.run(
+        [PYTHON, "-c", script, str(path)], cwd=REPO, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 0, result.stderr
+    assert store.get_many("scope-x", ["call_7"]) == {"call_7": expected_child_record(7)}
+    store.close()
+
+
+def test_sqlite_survives_sigkill(tmp_path):
+    path = tmp_path / "c.db"
+    script = CHILD_PRELUDE + textwrap.dedent(
+        """
+        for i in range(50):
+            store.put("scope-k", [f"call_{i}"], record(i))
+        print("done", flush=True)
+        time.sleep(60)
+        """
+    )
+    child = subprocess.Popen(
+        [PYTHON, "-c", script, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        line = child.stdout.readline()
+        assert line == "done\n", child.stderr.read() if child.poll() is not None else line
+        os.kill(child.pid, signal.SIGKILL)
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+        child.stderr.close()
+
+    store = SQLiteStore(path, LIMITS)
+    keys = [f"call_{i}" for i in range(50)]
+    assert store.get_many("scope-k", keys) == {f"call_{i}": expected_child_record(i) for i in range(50)}
+    store.close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.execute("SELECT count(*) FROM reasoning").fetchone() == (50,)
+
+
+def test_sqlite_unusable_parent_raises_store_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    path = blocker / "sub" / "cache.db"
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(path, LIMITS)
+    assert str(path) in str(info.value)
+
+
+def test_sqlite_directory_as_path_raises_store_error(tmp_path):
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(tmp_path, LIMITS)
+    assert str(tmp_path) in str(info.value)
+
+
+def test_sqlite_not_a_database_raises_store_error(tmp_path):
+    path = tmp_path / "c.db"
+    path.write_bytes(b"this is not an sqlite database file, just text " * 100)
+    with pytest.raises(StoreError) as info:
+        SQLiteStore(path, LIMITS)
+    assert str(path) in str(info.value)
+
+
+def test_open_store_error_for_bad_path(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(StoreError, match="a-file"):
+        open_store(str(blocker / "cache.db"), LIMITS)
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    ["{not json", '{"wire_format": 1}', "null", "", b"\xff\xfe\x00"],
+    ids=["invalid-json", "wrong-shape", "null", "empty", "binary"],
+)
+def test_sqlite_corrupted_row_is_skipped(tmp_path, corrupt, caplog):
+    path = tmp_path / "c.db"
+    store = SQLiteStore(path, LIMITS)
+    store.put(SCOPE, ["bad", "good"], make_record())
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE reasoning SET record = ? WHERE key = 'bad'", (corrupt,))
+    with caplog.at_level("WARNING", logger="addon.cache.sqlite_store"):
+        assert store.get_many(SCOPE, ["bad", "good"]) == {"good": make_record()}
+    assert "bad" in caplog.text
+    store.close()

@@ -1,0 +1,165 @@
+"""The proxy hooks, driven in process through mitmproxy's test context."""
+
+from __future__ import annotations
+
+import io as stdio
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mitmproxy import http, io
+from mitmproxy.test import taddons, tflow, tutils
+
+from addon import make_addons
+from addon.proxy_config import ProxyConfig
+from addon.records import ReasoningRecord, ToolCallRef
+from addon.response_tap import ResponseTap
+from addon.scope import request_scope
+
+TURN_TWO = {
+    "model": "gemini-3-pro-preview",
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [], "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+    ],
+}  # fmt: skip
+
+
+@pytest.fixture
+def addons(tmp_path: Path) -> Iterator[tuple[ProxyConfig, object, object, Path]]:
+    config, repair, capture = make_addons()
+    log = tmp_path / "events.jsonl"
+    with taddons.context(config, repair, capture) as tctx:
+        tctx.configure(config, llm_cache="memory", llm_log=str(log))
+        yield config, repair, capture, log
+
+
+def chat_flow(doc: object, path: str = "/v1/chat/completions", headers: dict | None = None) -> http.HTTPFlow:
+    body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
+    request = tutils.treq(method=b"POST", path=path.encode(), content=body,
+                          headers=http.Headers(**{"content_type": "application/json", "authorization": "Bearer t1", **(headers or {})}))  # fmt: skip
+    return tflow.tflow(req=request)
+
+
+def store_turn(config: ProxyConfig, flow: http.HTTPFlow) -> None:
+    record = ReasoningRecord(wire_format="chat_completions", fields={"reasoning_opaque": "OPAQUE"},
+                             tool_calls=[ToolCallRef(id="call_1")])  # fmt: skip
+    config.store.put(str(request_scope(flow.request)), ["call_1"], record)
+
+
+def test_request_is_repaired_marked_and_annotated(addons) -> None:
+    config, repair, _, log = addons
+    flow = chat_flow(TURN_TWO)
+    store_turn(config, flow)
+    repair.request(flow)
+    sent = flow.request.json()["messages"][1]
+    assert sent["reasoning_opaque"] == "OPAQUE" and sent["content"] is None
+    assert flow.marked == ":wrench:"
+    assert flow.comment.startswith("llm repaired: content [] -> null on messages[1]; restored reasoning_opaque")
+    assert flow.metadata["llm"]["repairs"] and flow.metadata["llm"]["format"] == "chat_completions"
+    io.FlowWriter(stdio.BytesIO()).add(flow)  # metadata must stay serialisable for -w
+    assert '"kind":"repaired"' in log.read_text()
+
+
+def test_other_credential_is_another_scope(addons) -> None:
+    config, repair, _, _ = addons
+    store_turn(config, chat_flow(TURN_TWO))
+    flow = chat_flow(TURN_TWO, headers={"authorization": "Bearer t2"})
+    repair.request(flow)
+    assert "reasoning_opaque" not in flow.request.json()["messages"][1]
+
+
+def test_a_failing_cache_leaves_the_request_unchanged(addons, caplog: pytest.LogCaptureFixture) -> None:
+    config, repair, _, log = addons
+    flow = chat_flow(TURN_TWO)
+    original = flow.request.raw_content
+
+    def broken(*args: object) -> dict:
+        raise RuntimeError("disk on fire, Bearer sk-should-not-appear-123456")
+
+    config.store.get_many = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING):
+        repair.request(flow)
+    assert flow.request.raw_content == original
+    assert not flow.marked
+    (line,) = [r.getMessage() for r in caplog.records if "forwarded unchanged" in r.getMessage()]
+    assert flow.id in line and "disk on fire" in line and "sk-should-not-appear" not in line
+    assert '"kind":"failure"' in log.read_text()
+
+
+@pytest.mark.parametrize(
+    "flow",
+    [
+        tflow.tflow(req=tutils.treq(method=b"GET", path=b"/v1/chat/completions")),
+        tflow.tflow(req=tutils.treq(method=b"POST", path=b"/v1/embeddings", content=b'{"input": "x"}')),
+        tflow.tflow(req=tutils.treq(method=b"POST", path=b"/upload", content=b"\x00\xff" * 100)),
+    ],
+    ids=["get", "other-path", "binary"],
+)
+def test_other_traffic_is_not_touched(addons, flow: http.HTTPFlow) -> None:
+    _, repair, capture, _ = addons
+    before = flow.request.raw_content
+    repair.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+    capture.responseheaders(flow)
+    assert flow.request.raw_content == before
+    assert "llm" not in flow.metadata and not flow.response.stream
+
+
+def test_a_reader_that_breaks_never_breaks_the_stream(addons) -> None:
+    config, repair, capture, _ = addons
+    flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
+    repair.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+    capture.responseheaders(flow)
+    tap = flow.response.stream
+    assert isinstance(tap, ResponseTap)
+
+    def explode(event: object) -> None:
+        raise ValueError("reader bug")
+
+    tap.reader.feed_event = explode  # type: ignore[method-assign]
+    pieces = [b'data: {"choices": []}\n\n', b"data: [DONE]\n\n", b""]
+    assert [tap(p) for p in pieces] == pieces
+    capture.response(flow)
+    assert "stream not readable: ValueError: reader bug" in (tap.problem or "")
+
+
+def test_stream_already_claimed_by_another_addon_is_left_alone(addons) -> None:
+    _, repair, capture, _ = addons
+    flow = chat_flow({"model": "m", "messages": [], "stream": True})
+    repair.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+
+    def theirs(chunk: bytes) -> bytes:
+        return chunk
+
+    flow.response.stream = theirs
+    capture.responseheaders(flow)
+    assert flow.response.stream is theirs
+
+
+def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
+    config, repair, capture, _ = addons
+    flow = chat_flow({"model": "gemini-3-pro-preview", "messages": [{"role": "user", "content": "x"}]})
+    repair.request(flow)
+    answer = {"id": "r1", "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+              "reasoning_opaque": "OPQ", "tool_calls": [{"id": "call_9", "type": "function",
+              "function": {"name": "ls", "arguments": "{}"}}]}}]}  # fmt: skip
+    body = json.dumps(answer).encode()
+    flow.response = tutils.tresp(headers=http.Headers(content_type="application/json"), content=None)
+    config.settings = config.settings.model_copy(update={"keep_bodies": "true"})
+    capture.responseheaders(flow)
+    for i in range(0, len(body), 5):
+        flow.response.stream(body[i : i + 5])
+    flow.response.stream(b"")
+    capture.response(flow)
+    assert flow.response.content == body
+    found = config.store.get_many(flow.metadata["llm"]["scope"], ["call_9"])
+    assert found["call_9"].fields == {"reasoning_opaque": "OPQ"}
+    assert found["call_9"].request_model == "gemini-3-pro-preview"
+    assert flow.comment == "llm captured reasoning_opaque for 1 tool call(s)"

@@ -1,0 +1,230 @@
+"""Unit tests for addon/redact.py: credentials never reach logs."""
+
+from __future__ import annotations
+
+import pytest
+
+from addon.redact import REDACTED, SECRET_HEADERS, redact_headers, redact_text, redact_url
+
+OPENAI_KEY = "sk-proj-AbCdEfGh12345678IjKlMnOp"
+ANTHROPIC_KEY = "sk-ant-api03-AbCdEf123456789_xyz-QQ"
+GOOGLE_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstu"
+GITHUB_USER_TOKEN = "ghu_abcdefghijklmnopqrstuvwxyz0123"
+GITHUB_OAUTH_TOKEN = "gho_ABCDEFGHIJKLMNOPQRSTUV1234"
+
+# --------------------------------------------------------------------------------------
+# redact_text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        (f"Authorization: Bearer {OPENAI_KEY}", OPENAI_KEY),
+        ("authorization: bearer opaque.jwt-like.value_123", "opaque.jwt-like.value_123"),
+        ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "dXNlcjpwYXNzd29yZA=="),
+        ("Authorization: token 0123456789abcdef", "0123456789abcdef"),
+        (f'{{"x-api-key":"{ANTHROPIC_KEY}"}}', ANTHROPIC_KEY),
+        ('{"x-api-key": "not-shaped-like-a-key-42"}', "not-shaped-like-a-key-42"),
+        ('{"X-Api-Key" : "abc123abc123"}', "abc123abc123"),
+        (f"x-goog-api-key: {GOOGLE_KEY}", GOOGLE_KEY),
+        ("x-goog-api-key: plainvalue999", "plainvalue999"),
+        ("api-key: 0123456789abcdef0123", "0123456789abcdef0123"),
+        ("Api-Key=azure0123456789", "azure0123456789"),
+        ("x-auth-token: tok_abc_123456", "tok_abc_123456"),
+        ("Proxy-Authorization: secretproxycreds", "secretproxycreds"),
+        (
+            "400 for url https://generativelanguage.googleapis.com/v1beta/models/gemini:streamGenerateContent"
+            "?key=AIzaSecret123&alt=sse",
+            "AIzaSecret123",
+        ),
+        ("POST /v1/chat?alt=sse&api_key=s3cr3t-value ok", "s3cr3t-value"),
+        ("GET /cb?code=oauth-code-xyz&state=1", "oauth-code-xyz"),
+        ("GET /x?access_token=abc.def.ghi", "abc.def.ghi"),
+        (f"failed with key {OPENAI_KEY} during call", OPENAI_KEY),
+        ("sk-abcdefghijklmnop", "sk-abcdefghijklmnop"),  # exactly 16 after sk-
+        (f"({ANTHROPIC_KEY})", ANTHROPIC_KEY),
+        (f"copilot token {GITHUB_USER_TOKEN}!", GITHUB_USER_TOKEN),
+        (f"oauth={GITHUB_OAUTH_TOKEN}", GITHUB_OAUTH_TOKEN),
+        ("ghp_abcdefghijklmnopqrstuvwxyz", "ghp_abcdefghijklmnopqrstuvwxyz"),
+        (f"bad key '{GOOGLE_KEY}'", GOOGLE_KEY),
+    ],
+)
+def test_redact_text_masks_secret(text, secret):
+    result = redact_text(text)
+    assert secret not in result
+    assert REDACTED in result
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"Authorization: Bearer {OPENAI_KEY}", "Authorization: [REDACTED] [REDACTED]"),
+        (f'{{"x-api-key":"{ANTHROPIC_KEY}"}}', '{"x-api-key":"[REDACTED]"}'),
+        (f"x-goog-api-key: {GOOGLE_KEY}", "x-goog-api-key: [REDACTED]"),
+        ("api-key: 0123456789abcdef0123", "api-key: [REDACTED]"),
+        ("see ?key=AIzaSecret123&alt=sse now", "see ?key=[REDACTED]&alt=sse now"),
+        (f"using {OPENAI_KEY} here", "using [REDACTED] here"),
+        (f"{GITHUB_USER_TOKEN} and {GITHUB_OAUTH_TOKEN}", "[REDACTED] and [REDACTED]"),
+        ("HTTPError: Bearer abcdefgh12345678 rejected", "HTTPError: Bearer [REDACTED] rejected"),
+    ],
+)
+def test_redact_text_exact(text, expected):
+    assert redact_text(text) == expected
+
+
+def test_redact_text_keeps_surrounding_query_params():
+    result = redact_text("url=https://h/v1/m:streamGenerateContent?alt=sse&key=AIzaSecret123&foo=bar")
+    assert result == "url=https://h/v1/m:streamGenerateContent?alt=sse&key=[REDACTED]&foo=bar"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token count exceeded the limit",
+        "This model's maximum context length is 128000 tokens",
+        "max_tokens is too large: 5000",
+        "Invalid token: expected a string",
+        '{"reasoning_opaque":"QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123+/abc=="}',
+        'reasoning_opaque: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0123+/abc=="',
+        '{"signature":"EqQBCkYIBRgCIkB2h7r0fG1x+5yQ/kW9zZ==","type":"thinking"}',
+        "sk-short",
+        "ask-me-anything-about-everything",
+        "task-abcdefghijklmnopqrstu",
+        "ghu_short",
+        "key points: monkey=1, turkey=2",
+        "GET /v1/chat/completions?alt=sse&stream=true",
+        "content-type: application/json",
+        "",
+    ],
+)
+def test_redact_text_leaves_ordinary_text_alone(text):
+    assert redact_text(text) == text
+
+
+def test_redact_text_is_idempotent():
+    text = f"Authorization: Bearer {OPENAI_KEY} ?key=abc123&alt=sse {GITHUB_USER_TOKEN}"
+    once = redact_text(text)
+    assert redact_text(once) == once
+
+
+def test_redact_text_cookie_header_with_several_cookies():
+    # Every cookie on the line is a credential, not only the first one.
+    result = redact_text("Cookie: theme=dark; session=SECRETVALUE123")
+    assert "SECRETVALUE123" not in result
+    assert REDACTED in result
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # how an exception's message shows a headers dict: Python repr, single quotes
+        ("request failed: {'x-api-key': 'my-secret-value-123'}", "my-secret-value-123"),
+        ("headers={'api-key': 'azure-secret-456789'}", "azure-secret-456789"),
+    ],
+    ids=["x-api-key-dict-repr", "api-key-dict-repr"],
+)
+def test_redact_text_python_repr_headers(text, secret):
+    result = redact_text(text)
+    assert secret not in result
+    assert REDACTED in result
+
+
+# --------------------------------------------------------------------------------------
+# redact_url
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        (
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+            "?alt=sse&key=AIzaSecret123",
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:streamGenerateContent"
+            "?alt=sse&key=[REDACTED]",
+        ),
+        (
+            "https://api.example.com/v1/chat?key=abc&alt=sse",
+            "https://api.example.com/v1/chat?key=[REDACTED]&alt=sse",
+        ),
+        (
+            "https://api.example.com/v1/chat?api_key=zzz&alt=sse",
+            "https://api.example.com/v1/chat?api_key=[REDACTED]&alt=sse",
+        ),
+        (
+            "https://api.example.com/v1/x?KEY=abc&Api_Key=def&stream=true",
+            "https://api.example.com/v1/x?KEY=[REDACTED]&Api_Key=[REDACTED]&stream=true",
+        ),
+        (
+            "https://user:pass@api.example.com/v1/chat/completions",
+            "https://[REDACTED]@api.example.com/v1/chat/completions",
+        ),
+        (
+            "https://user:pass@api.example.com:8443/v1/chat?key=abc&alt=sse#frag",
+            "https://[REDACTED]@api.example.com:8443/v1/chat?key=[REDACTED]&alt=sse#frag",
+        ),
+        (
+            "https://api.example.com/v1/chat?token=t&access_token=a&sig=s&alt=sse",
+            "https://api.example.com/v1/chat?token=[REDACTED]&access_token=[REDACTED]&sig=[REDACTED]&alt=sse",
+        ),
+        ("https://api.openai.com/v1/chat/completions", "https://api.openai.com/v1/chat/completions"),
+        ("http://127.0.0.1:8080/v1/messages?beta=true", "http://127.0.0.1:8080/v1/messages?beta=true"),
+    ],
+)
+def test_redact_url(url, expected):
+    assert redact_url(url) == expected
+
+
+def test_redact_url_secret_values_absent():
+    url = "https://alice:hunter2@h.example/p/a/t/h?key=K3Y&api_key=AP1&alt=sse"
+    result = redact_url(url)
+    for secret in ("alice", "hunter2", "K3Y", "AP1"):
+        assert secret not in result
+    assert "/p/a/t/h" in result
+    assert "alt=sse" in result
+
+
+# --------------------------------------------------------------------------------------
+# redact_headers
+
+
+def test_redact_headers():
+    headers = [
+        ("Authorization", "Bearer sk-abc"),
+        ("COOKIE", "a=b"),
+        ("X-Api-Key", "k"),
+        ("Content-Type", "text/event-stream"),
+        ("x-goog-api-key", "g"),
+        ("Proxy-Authorization", "p"),
+        ("set-cookie", "s=1"),
+        ("Api-Key", "azure"),
+        ("Accept", "*/*"),
+        ("Content-Encoding", "gzip"),
+    ]
+    assert redact_headers(headers) == [
+        ("Authorization", REDACTED),
+        ("COOKIE", REDACTED),
+        ("X-Api-Key", REDACTED),
+        ("Content-Type", "text/event-stream"),
+        ("x-goog-api-key", REDACTED),
+        ("Proxy-Authorization", REDACTED),
+        ("set-cookie", REDACTED),
+        ("Api-Key", REDACTED),
+        ("Accept", "*/*"),
+        ("Content-Encoding", "gzip"),
+    ]
+
+
+@pytest.mark.parametrize("name", sorted(SECRET_HEADERS))
+def test_redact_headers_every_secret_header_any_case(name):
+    for spelling in (name, name.upper(), name.title()):
+        assert redact_headers([(spelling, "value")]) == [(spelling, REDACTED)]
+
+
+def test_redact_headers_keeps_order_and_duplicates():
+    headers = [("cookie", "a=1"), ("x-trace", "t"), ("cookie", "b=2")]
+    assert redact_headers(headers) == [("cookie", REDACTED), ("x-trace", "t"), ("cookie", REDACTED)]
+
+
+def test_redact_headers_accepts_any_iterable():
+    assert redact_headers(iter([("authorization", "x")])) == [("authorization", REDACTED)]
+    assert redact_headers([]) == []

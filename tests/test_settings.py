@@ -1,0 +1,382 @@
+"""Unit tests for addon/settings.py: option declarations and their parsing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from addon.settings import (
+    OPTION_NAMES,
+    OPTIONS,
+    PROJECT,
+    Settings,
+    default_state_dir,
+    parse_bool,
+    parse_cache,
+    parse_count,
+    parse_duration,
+    parse_keep_bodies,
+    parse_log,
+    parse_settings,
+)
+
+DEFAULTS = {spec.name: spec.default for spec in OPTIONS}
+
+
+@pytest.fixture
+def state_home(tmp_path, monkeypatch):
+    xdg = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(xdg))
+    return xdg
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    return home
+
+
+# --------------------------------------------------------------------------------------
+# default_state_dir
+
+
+def test_default_state_dir_uses_xdg_state_home(state_home):
+    assert default_state_dir() == state_home / "llm-reasoning-proxy"
+    assert PROJECT == "llm-reasoning-proxy"
+
+
+@pytest.mark.parametrize("xdg", [None, ""])
+def test_default_state_dir_falls_back_to_home(home, monkeypatch, xdg):
+    if xdg is None:
+        monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_STATE_HOME", xdg)
+    assert default_state_dir() == home / ".local" / "state" / "llm-reasoning-proxy"
+
+
+# --------------------------------------------------------------------------------------
+# parse_bool
+
+
+@pytest.mark.parametrize("value", ["true", "TRUE", "True", " yes ", "on", "1", "Yes", "ON"])
+def test_parse_bool_true(value):
+    assert parse_bool("llm_repair", value) is True
+
+
+@pytest.mark.parametrize("value", ["false", "FALSE", " no", "off ", "0", "Off"])
+def test_parse_bool_false(value):
+    assert parse_bool("llm_repair", value) is False
+
+
+def test_parse_bool_bare_flag_is_true():
+    assert parse_bool("llm_repair", None) is True
+
+
+@pytest.mark.parametrize("value", ["", " ", "maybe", "2", "tru", "y", "n", "enable", "true false"])
+@pytest.mark.parametrize("name", ["llm_repair", "llm_log_opaque"])
+def test_parse_bool_rejects(name, value):
+    with pytest.raises(ValueError) as info:
+        parse_bool(name, value)
+    message = str(info.value)
+    assert message.startswith(f"{name}:")
+    assert repr(value) in message
+
+
+# --------------------------------------------------------------------------------------
+# parse_duration
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        ("3600", 3600.0),
+        ("30m", 1800.0),
+        ("12h", 43200.0),
+        ("7d", 604800.0),
+        ("1.5h", 5400.0),
+        ("90s", 90.0),
+        ("0.5", 0.5),
+        (" 12h ", 43200.0),
+        ("12 h", 43200.0),
+        ("1", 1.0),
+    ],
+)
+def test_parse_duration(value, seconds):
+    result = parse_duration("llm_cache_max_age", value)
+    assert isinstance(result, float)
+    assert result == seconds
+
+
+@pytest.mark.parametrize(
+    "value", ["", " ", None, "-3", "0", "0.0", "0h", "abc", "7w", "h", "12hh", "1e3", ".5h", "1,5h", "7 d x", "-1d"]
+)
+def test_parse_duration_rejects(value):
+    with pytest.raises(ValueError) as info:
+        parse_duration("llm_cache_max_age", value)
+    message = str(info.value)
+    assert message.startswith("llm_cache_max_age:")
+    assert repr(value) in message
+
+
+# --------------------------------------------------------------------------------------
+# parse_count
+
+
+@pytest.mark.parametrize(("value", "count"), [("1", 1), ("100000", 100000), (" 42 ", 42), ("7", 7)])
+def test_parse_count(value, count):
+    assert parse_count("llm_cache_max_entries", value) == count
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "x", None, "", " ", "1.5", "10k", "-0"])
+def test_parse_count_rejects(value):
+    with pytest.raises(ValueError) as info:
+        parse_count("llm_cache_max_entries", value)
+    message = str(info.value)
+    assert message.startswith("llm_cache_max_entries:")
+    assert repr(value) in message
+
+
+# --------------------------------------------------------------------------------------
+# parse_cache
+
+
+@pytest.mark.parametrize("value", ["memory", " memory ", "memory\n"])
+def test_parse_cache_memory(value):
+    assert parse_cache(value) == "memory"
+
+
+def test_parse_cache_absolute_path(tmp_path):
+    assert parse_cache(str(tmp_path / "c.db")) == str(tmp_path / "c.db")
+
+
+def test_parse_cache_relative_path_becomes_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = parse_cache("sub/cache.db")
+    assert Path(result).is_absolute()
+    assert result == str(Path.cwd() / "sub" / "cache.db")
+
+
+def test_parse_cache_expands_home(home):
+    assert parse_cache("~/x.db") == str(home / "x.db")
+
+
+def test_parse_cache_path_need_not_exist(tmp_path):
+    target = tmp_path / "not" / "yet" / "cache.db"
+    assert parse_cache(str(target)) == str(target)
+    assert not target.parent.exists()  # parsing does not create anything
+
+
+def test_parse_cache_rejects_directory(tmp_path):
+    folder = tmp_path / "state"
+    folder.mkdir()
+    with pytest.raises(ValueError) as info:
+        parse_cache(str(folder))
+    message = str(info.value)
+    assert message.startswith("llm_cache:")
+    assert f"{folder} is a directory" in message
+    assert str(folder / "cache.db") in message
+
+
+def test_parse_cache_rejects_home_directory(home):
+    with pytest.raises(ValueError, match="is a directory"):
+        parse_cache("~")
+
+
+@pytest.mark.parametrize("value", ["redis://x", "redis://localhost:6379/0", "file:///tmp/x.db", "sqlite://x.db"])
+def test_parse_cache_rejects_urls(value):
+    with pytest.raises(ValueError) as info:
+        parse_cache(value)
+    message = str(info.value)
+    assert message.startswith("llm_cache:")
+    assert repr(value) in message
+
+
+@pytest.mark.parametrize("value", [None, "", "   "])
+def test_parse_cache_rejects_empty(value):
+    with pytest.raises(ValueError, match=r"^llm_cache: "):
+        parse_cache(value)
+
+
+# --------------------------------------------------------------------------------------
+# parse_log
+
+
+def test_parse_log_default_is_beside_cache_file(tmp_path):
+    cache = str(tmp_path / "state" / "cache.db")
+    assert parse_log(None, cache) == tmp_path / "state" / "events.jsonl"
+
+
+def test_parse_log_default_for_memory_cache_reads_env_at_call_time(state_home):
+    assert parse_log(None, "memory") == state_home / "llm-reasoning-proxy" / "events.jsonl"
+
+
+@pytest.mark.parametrize("value", ["", "  ", "\t"])
+def test_parse_log_empty_turns_log_off(tmp_path, value):
+    assert parse_log(value, str(tmp_path / "cache.db")) is None
+    assert parse_log(value, "memory") is None
+
+
+def test_parse_log_explicit_path(tmp_path):
+    assert parse_log(str(tmp_path / "log.jsonl"), "memory") == tmp_path / "log.jsonl"
+
+
+def test_parse_log_relative_path_becomes_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert parse_log("logs/e.jsonl", "memory") == Path.cwd() / "logs" / "e.jsonl"
+
+
+def test_parse_log_expands_home(home):
+    assert parse_log(" ~/e.jsonl ", "memory") == home / "e.jsonl"
+
+
+def test_parse_log_rejects_directory(tmp_path):
+    with pytest.raises(ValueError) as info:
+        parse_log(str(tmp_path), "memory")
+    message = str(info.value)
+    assert message.startswith("llm_log:")
+    assert str(tmp_path) in message
+
+
+# --------------------------------------------------------------------------------------
+# parse_keep_bodies
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "auto"),
+        ("", "auto"),
+        ("auto", "auto"),
+        (" AUTO ", "auto"),
+        ("true", "true"),
+        ("yes", "true"),
+        ("ON", "true"),
+        ("1", "true"),
+        ("false", "false"),
+        ("no", "false"),
+        ("0", "false"),
+        ("Off", "false"),
+    ],
+)
+def test_parse_keep_bodies(value, expected):
+    assert parse_keep_bodies(value) == expected
+
+
+@pytest.mark.parametrize("value", ["sometimes", "2", "automatic"])
+def test_parse_keep_bodies_rejects(value):
+    with pytest.raises(ValueError, match=r"^llm_keep_bodies: "):
+        parse_keep_bodies(value)
+
+
+# --------------------------------------------------------------------------------------
+# OPTIONS and parse_settings
+
+
+def test_options_are_declared_once_each():
+    names = [spec.name for spec in OPTIONS]
+    assert names == [
+        "llm_cache",
+        "llm_log",
+        "llm_repair",
+        "llm_cache_max_age",
+        "llm_cache_max_entries",
+        "llm_log_opaque",
+        "llm_keep_bodies",
+    ]
+    assert OPTION_NAMES == frozenset(names)
+    assert all(spec.help.strip() for spec in OPTIONS)
+    assert all(spec.default is None or isinstance(spec.default, str) for spec in OPTIONS)
+
+
+def test_parse_settings_with_option_defaults():
+    settings = parse_settings(DEFAULTS)
+    assert settings.cache.endswith("llm-reasoning-proxy/cache.db")
+    assert Path(settings.cache).is_absolute()
+    assert settings.log == Path(settings.cache).parent / "events.jsonl"
+    assert settings.repair is True
+    assert settings.cache_max_age == 7 * 86400.0
+    assert settings.cache_max_entries == 100000
+    assert settings.log_opaque is False
+    assert settings.keep_bodies == "auto"
+
+
+def test_parse_settings_default_cache_under_xdg_state_home(state_home):
+    # OPTIONS defaults were computed at import; the path is given explicitly here.
+    values = {**DEFAULTS, "llm_cache": str(default_state_dir() / "cache.db")}
+    settings = parse_settings(values)
+    assert settings.cache == str(state_home / "llm-reasoning-proxy" / "cache.db")
+    assert settings.cache.endswith("llm-reasoning-proxy/cache.db")
+    assert settings.log == state_home / "llm-reasoning-proxy" / "events.jsonl"
+
+
+def test_parse_settings_explicit_values(tmp_path):
+    settings = parse_settings(
+        {
+            "llm_cache": "memory",
+            "llm_log": str(tmp_path / "e.jsonl"),
+            "llm_repair": "false",
+            "llm_cache_max_age": "12h",
+            "llm_cache_max_entries": "50",
+            "llm_log_opaque": "yes",
+            "llm_keep_bodies": "true",
+        }
+    )
+    assert settings == Settings(
+        cache="memory",
+        log=tmp_path / "e.jsonl",
+        repair=False,
+        cache_max_age=43200.0,
+        cache_max_entries=50,
+        log_opaque=True,
+        keep_bodies="true",
+    )
+    assert settings.summary() == (
+        f"cache=memory (max age 43200s, max 50 entries), log={tmp_path / 'e.jsonl'}, repair=off (observe only)"
+    )
+
+
+def test_parse_settings_log_off_summary():
+    settings = parse_settings({**DEFAULTS, "llm_cache": "memory", "llm_log": ""})
+    assert settings.log is None
+    assert settings.summary() == "cache=memory (max age 604800s, max 100000 entries), log=off, repair=on"
+
+
+def test_parse_settings_memory_cache_log_default(state_home):
+    settings = parse_settings({**DEFAULTS, "llm_cache": "memory", "llm_log": None})
+    assert settings.log == state_home / "llm-reasoning-proxy" / "events.jsonl"
+
+
+def test_settings_are_frozen():
+    settings = parse_settings({**DEFAULTS, "llm_cache": "memory"})
+    with pytest.raises(ValidationError):
+        settings.repair = False  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("llm_cache", "redis://x"),
+        ("llm_cache", ""),
+        ("llm_repair", "maybe"),
+        ("llm_repair", ""),
+        ("llm_cache_max_age", "7w"),
+        ("llm_cache_max_age", "0"),
+        ("llm_cache_max_entries", "0"),
+        ("llm_cache_max_entries", None),
+        ("llm_log_opaque", "perhaps"),
+        ("llm_keep_bodies", "sometimes"),
+    ],
+)
+def test_parse_settings_error_names_the_option(option, value):
+    with pytest.raises(ValueError) as info:
+        parse_settings({**DEFAULTS, "llm_cache": "memory", option: value})
+    assert str(info.value).startswith(f"{option}:")
+
+
+def test_parse_settings_error_names_llm_log(tmp_path):
+    with pytest.raises(ValueError, match=r"^llm_log: "):
+        parse_settings({**DEFAULTS, "llm_log": str(tmp_path)})
