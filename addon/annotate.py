@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from mitmproxy import http
+
+from .events import EventLog, Skipped
+from .redact import redact_url
+
+logger = logging.getLogger(__name__)
 
 # flow.metadata[META] is a plain dict (flow files must be able to serialise it).
 META = "llm"
@@ -18,3 +24,10 @@ def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:
 
 def add_comment(flow: http.HTTPFlow, line: str) -> None:
     flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
+
+
+def report_skip(flow: http.HTTPFlow, reason: str, events: EventLog) -> None:
+    """Says, in mitmproxy's output and in the event log, why a flow was left alone."""
+    url = redact_url(flow.request.pretty_url)
+    logger.info("llm skipped %s: %s", url, reason)
+    events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

@@ -9,8 +9,8 @@ import time
 from mitmproxy import http
 
 from . import formats
-from .annotate import add_comment, flow_meta
-from .events import Captured, Skipped, ToolCallSummary, summarize_fields
+from .annotate import add_comment, flow_meta, report_skip
+from .events import Captured, ToolCallSummary, summarize_fields
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
 from .redact import redact_url
@@ -33,7 +33,8 @@ class ResponseCapture:
             return
         with fail_open(flow.id, "response capture", self.config.events):
             if callable(flow.response.stream):
-                self._skip(flow, "another addon already streams this response; reasoning not captured")
+                reason = "another addon already streams this response; reasoning not captured"
+                report_skip(flow, reason, self.config.events)
                 return
             response = flow.response
             flow.response.stream = ResponseTap(
@@ -70,7 +71,7 @@ class ResponseCapture:
                 return
             url = redact_url(flow.request.pretty_url)
             if tap.problem:
-                self._skip(flow, tap.problem)
+                report_skip(flow, tap.problem, self.config.events)
             if not tap.read:
                 return
             wire_format = formats.by_name(meta["format"])
@@ -92,15 +93,15 @@ class ResponseCapture:
                         request_model=record.request_model,
                         response_model=record.response_model,
                         tool_calls=[ToolCallSummary(id=c.id, name=c.name) for c in record.tool_calls],
-                        fields=summarize_fields(
-                            record.fields, wire_format.text_fields, settings.log_opaque
-                        ),
+                        fields=summarize_fields(record.fields, wire_format.text_fields, settings.log_opaque),
                         streamed=tap.sse,
                         complete=complete,
                         stored=bool(keys),
                     )
                 )
-                captured.append({"response_id": record.response_id, "fields": sorted(record.fields), "tool_call_ids": keys})
+                captured.append(
+                    {"response_id": record.response_id, "fields": sorted(record.fields), "tool_call_ids": keys}
+                )
                 logger.info(
                     "llm captured %s from %s for %s",
                     ", ".join(sorted(record.fields)),
@@ -112,8 +113,3 @@ class ResponseCapture:
                 fields = sorted({name for entry in captured for name in entry["fields"]})
                 calls = sum(len(entry["tool_call_ids"]) for entry in captured)
                 add_comment(flow, f"llm captured {', '.join(fields)} for {calls} tool call(s)")
-
-    def _skip(self, flow: http.HTTPFlow, reason: str) -> None:
-        url = redact_url(flow.request.pretty_url)
-        logger.info("llm skipped %s: %s", url, reason)
-        self.config.events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

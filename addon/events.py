@@ -93,7 +93,9 @@ def summarize_fields(
     summaries = {}
     for name, value in fields.items():
         text = value if isinstance(value, str) else repr(value)
-        summary = FieldSummary(length=len(text), sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16])
+        summary = FieldSummary(
+            length=len(text), sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        )
         if name in text_fields:
             summary.text = text
         elif include_opaque:

@@ -7,8 +7,8 @@ import logging
 from mitmproxy import http
 
 from . import formats, jsoncodec
-from .annotate import META, REPAIR_MARKER, add_comment
-from .events import Repaired, Skipped
+from .annotate import META, REPAIR_MARKER, add_comment, report_skip
+from .events import Repaired
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
 from .redact import redact_url
@@ -48,7 +48,7 @@ class RequestRepair:
         try:
             doc = jsoncodec.loads(body)
         except ValueError:
-            self._skip(flow, "request body is not valid JSON; forwarded unchanged")
+            report_skip(flow, "request body is not valid JSON; forwarded unchanged", self.config.events)
             return
         if isinstance(doc, dict) and isinstance(doc.get("model"), str):
             meta["request_model"] = doc["model"]
@@ -79,8 +79,3 @@ class RequestRepair:
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s", verb, redact_url(request.pretty_url), "; ".join(descriptions))
-
-    def _skip(self, flow: http.HTTPFlow, reason: str) -> None:
-        url = redact_url(flow.request.pretty_url)
-        logger.info("llm skipped %s: %s", url, reason)
-        self.config.events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

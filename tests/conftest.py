@@ -37,11 +37,14 @@ def proxy_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[MitmdumpProcess]:
     """A reverse proxy in front of the fake provider, with a SQLite cache and an event log."""
     process = MitmdumpProcess(
-        "--mode", f"reverse:{fake.url}",
-        "--set", f"llm_cache={proxy_state / 'cache.db'}",
-        "--set", f"llm_log={proxy_state / 'events.jsonl'}",
+        "--mode",
+        f"reverse:{fake.url}",
+        "--set",
+        f"llm_cache={proxy_state / 'cache.db'}",
+        "--set",
+        f"llm_log={proxy_state / 'events.jsonl'}",
         confdir=confdir,
-    )  # fmt: skip
+    )
     with process:
         yield process
 

@@ -44,18 +44,30 @@ def first_turn(llm: openai.OpenAI, model: str, *, stream: bool) -> dict[str, Any
             if isinstance(value, str):
                 extra[key] = extra.get(key, "") + value
         for call in delta.tool_calls or []:
-            slot = calls.setdefault(call.index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+            slot = calls.setdefault(
+                call.index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+            )
             slot["id"] = slot["id"] or call.id
             if call.function is not None:
                 slot["function"]["name"] += call.function.name or ""
                 slot["function"]["arguments"] += call.function.arguments or ""
-    return {"role": "assistant", "content": "".join(content) or None, "tool_calls": [calls[i] for i in sorted(calls)]} | extra
+    return {
+        "role": "assistant",
+        "content": "".join(content) or None,
+        "tool_calls": [calls[i] for i in sorted(calls)],
+    } | extra
 
 
 def history_as_sent(turn: dict[str, Any], *, drop: tuple[str, ...], content: Any) -> list[dict[str, Any]]:
     """Turn 2 as a client that drops reasoning fields sends it."""
-    calls = [{"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
-             for c in turn["tool_calls"]]
+    calls = [
+        {
+            "id": c["id"],
+            "type": "function",
+            "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]},
+        }
+        for c in turn["tool_calls"]
+    ]
     assistant = {"role": "assistant", "content": content, "tool_calls": calls}
     assistant |= {k: v for k, v in turn.items() if k.startswith("reasoning") and k not in drop}
     results = [{"role": "tool", "tool_call_id": c["id"], "content": "a.txt\nb.txt"} for c in calls]
@@ -65,5 +77,7 @@ def history_as_sent(turn: dict[str, Any], *, drop: tuple[str, ...], content: Any
 def second_turn(llm: openai.OpenAI, model: str, messages: list[dict[str, Any]], *, stream: bool) -> str:
     if not stream:
         return llm.chat.completions.create(model=model, messages=messages, tools=TOOLS).choices[0].message.content
-    return "".join(c.choices[0].delta.content or "" for c in llm.chat.completions.create(
-        model=model, messages=messages, tools=TOOLS, stream=True))
+    return "".join(
+        c.choices[0].delta.content or ""
+        for c in llm.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True)
+    )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import os
 import signal
 import sqlite3
@@ -369,9 +368,7 @@ def test_sqlite_write_from_another_process(tmp_path):
     path = tmp_path / "c.db"
     store = SQLiteStore(path, LIMITS)  # opened first, kept open while the child writes
     script = CHILD_PRELUDE + "store.put('scope-x', ['call_7'], record(7))\nstore.close()\n"
-    result = subprocess.run(
-        [PYTHON, "-c", script, str(path)], cwd=REPO, capture_output=True, text=True, timeout=30
-    )
+    result = subprocess.run([PYTHON, "-c", script, str(path)], cwd=REPO, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     assert store.get_many("scope-x", ["call_7"]) == {"call_7": expected_child_record(7)}
     store.close()

@@ -30,7 +30,12 @@ def tap_records(raw: bytes, *, sse: bool, size: int | None, encoding: str | None
     reader = ChatCompletions().reader()
     finished: list[bool] = []
     tap = ResponseTap(
-        reader, sse=sse, content_encoding=encoding, read=True, keep_body=False, on_finish=lambda t, c: finished.append(c)
+        reader,
+        sse=sse,
+        content_encoding=encoding,
+        read=True,
+        keep_body=False,
+        on_finish=lambda t, c: finished.append(c),
     )
     for piece in pieces(raw, size):
         assert tap(piece) is piece  # the client gets every piece as it came
@@ -55,6 +60,15 @@ def oracle(lines: list[dict]) -> dict:
     return {"fields": fields, "ids": [calls[i] for i in sorted(calls)]}
 
 
+def assert_matches(records: list[ReasoningRecord], expected: dict) -> None:
+    if not expected["fields"]:
+        assert records == []
+        return
+    (record,) = records
+    assert record.fields == expected["fields"]
+    assert record.tool_call_ids == expected["ids"]
+
+
 def sse_documents(raw: bytes) -> list[dict]:
     docs = []
     for line in raw.decode().splitlines():
@@ -68,14 +82,7 @@ def sse_documents(raw: bytes) -> list[dict]:
 @pytest.mark.parametrize("size", [None, 1, 7])
 def test_stream_capture_is_independent_of_chunking(path: Path, size: int | None) -> None:
     raw = path.read_bytes()
-    expected = oracle(sse_documents(raw))
-    records = tap_records(raw, sse=True, size=size)
-    if not expected["fields"]:
-        assert records == []
-        return
-    (record,) = records
-    assert record.fields == expected["fields"]
-    assert record.tool_call_ids == expected["ids"]
+    assert_matches(tap_records(raw, sse=True, size=size), oracle(sse_documents(raw)))
 
 
 @pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
@@ -96,14 +103,7 @@ def test_compressed_stream_capture(path: Path, encoding: str, compress) -> None:
 @pytest.mark.parametrize("size", [None, 1, 7])
 def test_document_capture(path: Path, size: int | None) -> None:
     raw = path.read_bytes()
-    expected = oracle([json.loads(raw)])
-    records = tap_records(raw, sse=False, size=size)
-    if not expected["fields"]:
-        assert records == []
-        return
-    (record,) = records
-    assert record.fields == expected["fields"]
-    assert record.tool_call_ids == expected["ids"]
+    assert_matches(tap_records(raw, sse=False, size=size), oracle([json.loads(raw)]))
 
 
 def test_copilot_parallel_calls_share_the_first_chunks_opaque() -> None:

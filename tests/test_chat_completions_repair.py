@@ -111,13 +111,18 @@ def test_split_messages_are_merged_then_restored() -> None:
 
 
 def test_text_only_then_tool_calls_merges_when_the_calls_are_cached() -> None:
-    doc = conversation({"role": "assistant", "content": "I will look."}, {"role": "assistant", "tool_calls": [call("call_1")]})
+    doc = conversation(
+        {"role": "assistant", "content": "I will look."}, {"role": "assistant", "tool_calls": [call("call_1")]}
+    )
     FORMAT.repair(doc, cached_for(doc, [record("call_1")]))
     assert doc["messages"][2]["content"] == "I will look." and doc["messages"][2]["reasoning_opaque"] == OPAQUE
 
 
 def test_consecutive_plain_assistant_messages_are_left_alone() -> None:
-    doc = conversation({"role": "assistant", "content": "Hello."}, {"role": "assistant", "content": None, "tool_calls": [call("call_1")]})
+    doc = conversation(
+        {"role": "assistant", "content": "Hello."},
+        {"role": "assistant", "content": None, "tool_calls": [call("call_1")]},
+    )
     before = copy.deepcopy(doc)
     assert FORMAT.repair(doc, {}) == []
     assert doc == before
@@ -153,8 +158,14 @@ def test_unknown_ids_and_odd_shapes_are_left_alone() -> None:
 
 def test_deepseek_fixture_history_round_trip() -> None:
     """Strip reasoning_content from a real DeepSeek request and get it back from the turn-1 response."""
-    request = json.loads((FIXTURES / "deepseek/pydanticai_deepseek_reasoning_content_tool_calls_roundtrip_1_request.json").read_text())
-    response = json.loads((FIXTURES / "deepseek/pydanticai_deepseek_reasoning_content_tool_calls_roundtrip_0_response_200.json").read_text())
+    request = json.loads(
+        (FIXTURES / "deepseek/pydanticai_deepseek_reasoning_content_tool_calls_roundtrip_1_request.json").read_text()
+    )
+    response = json.loads(
+        (
+            FIXTURES / "deepseek/pydanticai_deepseek_reasoning_content_tool_calls_roundtrip_0_response_200.json"
+        ).read_text()
+    )
     reader = FORMAT.reader()
     reader.feed_document(response)
     (captured,) = reader.records(complete=True)

@@ -53,7 +53,9 @@ def test_deepseek_reasoning_content_is_put_back(
     turn = first_turn(proxied, model, stream=stream)
     issued = fake.issued[turn["tool_calls"][0]["id"]]
     messages = history_as_sent(turn, drop=("reasoning_content",), content="")
-    with pytest.raises(openai.BadRequestError, match=r"Missing `reasoning_content` field in the assistant message at message index 1\."):
+    with pytest.raises(
+        openai.BadRequestError, match=r"Missing `reasoning_content` field in the assistant message at message index 1\."
+    ):
         second_turn(client(fake.url, api_key), model, messages, stream=stream)
 
     assert second_turn(proxied, model, messages, stream=stream) == "The directory holds two files."
@@ -66,8 +68,12 @@ def test_split_assistant_messages_are_merged(fake: FakeProvider, proxy: Mitmdump
     proxied = client(proxy.url, api_key, content="I will look.")
     turn = first_turn(proxied, model, stream=True)
     question, assistant, *results = history_as_sent(turn, drop=(), content=None)
-    text_part = {"role": "assistant", "content": "I will look.", "reasoning_text": assistant["reasoning_text"],
-                 "reasoning_opaque": assistant["reasoning_opaque"]}
+    text_part = {
+        "role": "assistant",
+        "content": "I will look.",
+        "reasoning_text": assistant["reasoning_text"],
+        "reasoning_opaque": assistant["reasoning_opaque"],
+    }
     calls_part = {"role": "assistant", "content": None, "tool_calls": assistant["tool_calls"]}
     messages = [question, text_part, calls_part, *results]
     with pytest.raises(openai.BadRequestError, match="missing a `thought_signature`"):

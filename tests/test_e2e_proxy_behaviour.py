@@ -23,8 +23,9 @@ GEMINI = "gemini-3-pro-preview"
 
 
 def post(base_url: str, path: str, body: bytes, **headers: str) -> httpx.Response:
-    return httpx.post(f"{base_url}{path}", content=body, headers={k.replace("_", "-"): v for k, v in headers.items()},
-                      timeout=30)  # fmt: skip
+    return httpx.post(
+        f"{base_url}{path}", content=body, headers={k.replace("_", "-"): v for k, v in headers.items()}, timeout=30
+    )
 
 
 def zed_turn_two(fake: FakeProvider, base_url: str, api_key: str, **options: str) -> list[dict]:
@@ -41,12 +42,33 @@ def zed_turn_two(fake: FakeProvider, base_url: str, api_key: str, **options: str
     "path, body, content_type",
     [
         ("/v1/other", b'{"a": 1}', "application/json"),
-        ("/v1/chat/completions", b'{ "model" : "gemini-3-pro-preview",\n "messages": [{"role":"user","content":"caf\\u00e9"}] }', "application/json"),
+        (
+            "/v1/chat/completions",
+            b'{ "model" : "gemini-3-pro-preview",\n "messages": [{"role":"user","content":"caf\\u00e9"}] }',
+            "application/json",
+        ),
         # tool calls present, but nothing cached for them and nothing malformed: no repair
-        ("/v1/chat/completions", json.dumps({"model": GEMINI, "messages": [
-            QUESTION, {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "call_unknown", "type": "function", "function": {"name": "x", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "call_unknown", "content": "ok"}]}, indent=1).encode(), "application/json"),
+        (
+            "/v1/chat/completions",
+            json.dumps(
+                {
+                    "model": GEMINI,
+                    "messages": [
+                        QUESTION,
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {"id": "call_unknown", "type": "function", "function": {"name": "x", "arguments": "{}"}}
+                            ],
+                        },
+                        {"role": "tool", "tool_call_id": "call_unknown", "content": "ok"},
+                    ],
+                },
+                indent=1,
+            ).encode(),
+            "application/json",
+        ),
         ("/v1/chat/completions", b"hello, not json", "text/plain"),
         ("/v1/chat/completions", b'{"messages": [{"role": "assistant", "tool_calls": [', "application/json"),
     ],
@@ -81,8 +103,14 @@ def test_gzip_request_needing_no_repair_is_untouched(fake: FakeProvider, proxy: 
 def test_gzip_request_is_repaired_and_stays_gzip(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
     messages = zed_turn_two(fake, proxy.url, api_key)
     body = gzip.compress(json.dumps({"model": GEMINI, "messages": messages, "tools": TOOLS}).encode())
-    response = post(proxy.url, "/v1/chat/completions", body, content_type="application/json",
-                    content_encoding="gzip", authorization=f"Bearer {api_key}")  # fmt: skip
+    response = post(
+        proxy.url,
+        "/v1/chat/completions",
+        body,
+        content_type="application/json",
+        content_encoding="gzip",
+        authorization=f"Bearer {api_key}",
+    )
     assert response.status_code == 200, response.text
     received = fake.requests[-1]
     assert received.headers["content-encoding"] == "gzip"
@@ -97,8 +125,13 @@ def test_first_event_of_a_slow_stream_arrives_long_before_its_end(fake: FakeProv
     body = json.dumps({"model": GEMINI, "messages": [QUESTION], "tools": TOOLS, "stream": True}).encode()
     started = time.monotonic()
     first = None
-    with httpx.stream("POST", f"{proxy.url}/v1/chat/completions", content=body, timeout=30,
-                      headers={"x-fake-event-delay": "0.1", "x-fake-events": "12"}) as response:  # fmt: skip
+    with httpx.stream(
+        "POST",
+        f"{proxy.url}/v1/chat/completions",
+        content=body,
+        timeout=30,
+        headers={"x-fake-event-delay": "0.1", "x-fake-events": "12"},
+    ) as response:
         for _ in response.iter_raw():
             first = first or time.monotonic() - started
     total = time.monotonic() - started
@@ -154,7 +187,9 @@ def test_turn_two_through_a_new_process_on_the_same_cache(
     finally:
         first.kill() if how == "kill" else first.stop()
     with MitmdumpProcess(*args, confdir=confdir) as second:
-        assert second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == "The directory holds two files."
+        assert (
+            second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == "The directory holds two files."
+        )
     sent = fake.last().doc["messages"][1]
     assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
 
@@ -167,16 +202,20 @@ def test_other_credential_gets_nothing(fake: FakeProvider, proxy: MitmdumpProces
     assert "reasoning_opaque" not in fake.last().doc["messages"][1]
 
 
-def test_secrets_never_reach_the_log_or_the_cache(
-    fake: FakeProvider, confdir: Path, tmp_path: Path
-) -> None:
+def test_secrets_never_reach_the_log_or_the_cache(fake: FakeProvider, confdir: Path, tmp_path: Path) -> None:
     token = "sk-test-PLANTEDSECRET0123456789abcdef"
     query_key = "AIzaPLANTEDQUERYKEY0123456789abcdefghij"
     cache, log = tmp_path / "cache.db", tmp_path / "events.jsonl"
-    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", f"llm_cache={cache}", "--set", f"llm_log={log}",
-                         confdir=confdir) as proxy:  # fmt: skip
-        llm = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key=token, max_retries=0,
-                            default_query={"key": query_key}, default_headers={"cookie": "session=PLANTEDCOOKIE"})  # fmt: skip
+    with MitmdumpProcess(
+        "--mode", f"reverse:{fake.url}", "--set", f"llm_cache={cache}", "--set", f"llm_log={log}", confdir=confdir
+    ) as proxy:
+        llm = openai.OpenAI(
+            base_url=f"{proxy.url}/v1",
+            api_key=token,
+            max_retries=0,
+            default_query={"key": query_key},
+            default_headers={"cookie": "session=PLANTEDCOOKIE"},
+        )
         turn = first_turn(llm, GEMINI, stream=False)
         second_turn(llm, GEMINI, history_as_sent(turn, drop=("reasoning_opaque",), content=[]), stream=False)
     written = log.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("cache.db*"))
@@ -187,10 +226,21 @@ def test_secrets_never_reach_the_log_or_the_cache(
     assert oct(cache.stat().st_mode & 0o777) == "0o600" and oct(log.stat().st_mode & 0o777) == "0o600"
 
 
-def test_observe_only_logs_what_it_would_repair(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> None:
+def test_observe_only_logs_what_it_would_repair(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
     log = tmp_path / "events.jsonl"
-    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "--set", f"llm_log={log}",
-                         "--set", "llm_repair=false", confdir=confdir) as proxy:  # fmt: skip
+    with MitmdumpProcess(
+        "--mode",
+        f"reverse:{fake.url}",
+        "--set",
+        "llm_cache=memory",
+        "--set",
+        f"llm_log={log}",
+        "--set",
+        "llm_repair=false",
+        confdir=confdir,
+    ) as proxy:
         assert "repair=off (observe only)" in proxy.output
         messages = zed_turn_two(fake, proxy.url, api_key)
         with pytest.raises(openai.BadRequestError, match="invalid request body"):
@@ -237,11 +287,28 @@ def test_mitmweb_loads_the_addon(confdir: Path, tmp_path: Path) -> None:
     with socket_port() as web_port:
         pass
     process = subprocess.Popen(
-        [str(mitmweb), "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={confdir}",
-         "--set", "web_open_browser=false", "--set", f"web_port={web_port}", "--set", "llm_cache=memory",
-         "-s", str(Path(__file__).resolve().parent.parent / "addon" / "main.py")],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            str(mitmweb),
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            "0",
+            "--set",
+            f"confdir={confdir}",
+            "--set",
+            "web_open_browser=false",
+            "--set",
+            f"web_port={web_port}",
+            "--set",
+            "llm_cache=memory",
+            "-s",
+            str(Path(__file__).resolve().parent.parent / "addon" / "main.py"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = []
     try:
         deadline = time.monotonic() + 30
@@ -274,8 +341,9 @@ def test_flow_file_keeps_bodies_comments_and_markers(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
     flows = tmp_path / "flows.mitm"
-    with MitmdumpProcess("--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "-w", str(flows),
-                         confdir=confdir) as proxy:  # fmt: skip
+    with MitmdumpProcess(
+        "--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "-w", str(flows), confdir=confdir
+    ) as proxy:
         messages = zed_turn_two(fake, proxy.url, api_key)
         second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True)
     with flows.open("rb") as handle:

@@ -22,11 +22,14 @@ TURN_TWO = {
     "model": "gemini-3-pro-preview",
     "messages": [
         {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": [], "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": [],
+            "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "a"},
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture
@@ -40,14 +43,15 @@ def addons(tmp_path: Path) -> Iterator[tuple[ProxyConfig, object, object, Path]]
 
 def chat_flow(doc: object, path: str = "/v1/chat/completions", headers: dict | None = None) -> http.HTTPFlow:
     body = doc if isinstance(doc, bytes) else json.dumps(doc).encode()
-    request = tutils.treq(method=b"POST", path=path.encode(), content=body,
-                          headers=http.Headers(**{"content_type": "application/json", "authorization": "Bearer t1", **(headers or {})}))  # fmt: skip
+    fields = {"content_type": "application/json", "authorization": "Bearer t1", **(headers or {})}
+    request = tutils.treq(method=b"POST", path=path.encode(), content=body, headers=http.Headers(**fields))
     return tflow.tflow(req=request)
 
 
 def store_turn(config: ProxyConfig, flow: http.HTTPFlow) -> None:
-    record = ReasoningRecord(wire_format="chat_completions", fields={"reasoning_opaque": "OPAQUE"},
-                             tool_calls=[ToolCallRef(id="call_1")])  # fmt: skip
+    record = ReasoningRecord(
+        wire_format="chat_completions", fields={"reasoning_opaque": "OPAQUE"}, tool_calls=[ToolCallRef(id="call_1")]
+    )
     config.store.put(str(request_scope(flow.request)), ["call_1"], record)
 
 
@@ -147,9 +151,20 @@ def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     config, repair, capture, _ = addons
     flow = chat_flow({"model": "gemini-3-pro-preview", "messages": [{"role": "user", "content": "x"}]})
     repair.request(flow)
-    answer = {"id": "r1", "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
-              "reasoning_opaque": "OPQ", "tool_calls": [{"id": "call_9", "type": "function",
-              "function": {"name": "ls", "arguments": "{}"}}]}}]}  # fmt: skip
+    answer = {
+        "id": "r1",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "reasoning_opaque": "OPQ",
+                    "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "ls", "arguments": "{}"}}],
+                },
+            }
+        ],
+    }
     body = json.dumps(answer).encode()
     flow.response = tutils.tresp(headers=http.Headers(content_type="application/json"), content=None)
     config.settings = config.settings.model_copy(update={"keep_bodies": "true"})

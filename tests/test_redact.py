@@ -47,6 +47,11 @@ GITHUB_OAUTH_TOKEN = "gho_ABCDEFGHIJKLMNOPQRSTUV1234"
         (f"oauth={GITHUB_OAUTH_TOKEN}", GITHUB_OAUTH_TOKEN),
         ("ghp_abcdefghijklmnopqrstuvwxyz", "ghp_abcdefghijklmnopqrstuvwxyz"),
         (f"bad key '{GOOGLE_KEY}'", GOOGLE_KEY),
+        # how an exception's message shows a headers dict: Python repr, single quotes
+        ("request failed: {'x-api-key': 'my-secret-value-123'}", "my-secret-value-123"),
+        ("headers={'api-key': 'azure-secret-456789'}", "azure-secret-456789"),
+        # every cookie on the line is a credential, not only the first one
+        ("Cookie: theme=dark; session=SECRETVALUE123", "SECRETVALUE123"),
     ],
 )
 def test_redact_text_masks_secret(text, secret):
@@ -105,28 +110,6 @@ def test_redact_text_is_idempotent():
     text = f"Authorization: Bearer {OPENAI_KEY} ?key=abc123&alt=sse {GITHUB_USER_TOKEN}"
     once = redact_text(text)
     assert redact_text(once) == once
-
-
-def test_redact_text_cookie_header_with_several_cookies():
-    # Every cookie on the line is a credential, not only the first one.
-    result = redact_text("Cookie: theme=dark; session=SECRETVALUE123")
-    assert "SECRETVALUE123" not in result
-    assert REDACTED in result
-
-
-@pytest.mark.parametrize(
-    ("text", "secret"),
-    [
-        # how an exception's message shows a headers dict: Python repr, single quotes
-        ("request failed: {'x-api-key': 'my-secret-value-123'}", "my-secret-value-123"),
-        ("headers={'api-key': 'azure-secret-456789'}", "azure-secret-456789"),
-    ],
-    ids=["x-api-key-dict-repr", "api-key-dict-repr"],
-)
-def test_redact_text_python_repr_headers(text, secret):
-    result = redact_text(text)
-    assert secret not in result
-    assert REDACTED in result
 
 
 # --------------------------------------------------------------------------------------

@@ -40,6 +40,15 @@ def home(tmp_path, monkeypatch):
     return home
 
 
+def assert_rejected(parse, name, value):
+    """The parser refuses the value with a message that names the option and quotes the value."""
+    with pytest.raises(ValueError) as info:
+        parse(name, value)
+    message = str(info.value)
+    assert message.startswith(f"{name}:")
+    assert repr(value) in message
+
+
 # --------------------------------------------------------------------------------------
 # default_state_dir
 
@@ -79,11 +88,7 @@ def test_parse_bool_bare_flag_is_true():
 @pytest.mark.parametrize("value", ["", " ", "maybe", "2", "tru", "y", "n", "enable", "true false"])
 @pytest.mark.parametrize("name", ["llm_repair", "llm_log_opaque"])
 def test_parse_bool_rejects(name, value):
-    with pytest.raises(ValueError) as info:
-        parse_bool(name, value)
-    message = str(info.value)
-    assert message.startswith(f"{name}:")
-    assert repr(value) in message
+    assert_rejected(parse_bool, name, value)
 
 
 # --------------------------------------------------------------------------------------
@@ -115,11 +120,7 @@ def test_parse_duration(value, seconds):
     "value", ["", " ", None, "-3", "0", "0.0", "0h", "abc", "7w", "h", "12hh", "1e3", ".5h", "1,5h", "7 d x", "-1d"]
 )
 def test_parse_duration_rejects(value):
-    with pytest.raises(ValueError) as info:
-        parse_duration("llm_cache_max_age", value)
-    message = str(info.value)
-    assert message.startswith("llm_cache_max_age:")
-    assert repr(value) in message
+    assert_rejected(parse_duration, "llm_cache_max_age", value)
 
 
 # --------------------------------------------------------------------------------------
@@ -133,11 +134,7 @@ def test_parse_count(value, count):
 
 @pytest.mark.parametrize("value", ["0", "-1", "x", None, "", " ", "1.5", "10k", "-0"])
 def test_parse_count_rejects(value):
-    with pytest.raises(ValueError) as info:
-        parse_count("llm_cache_max_entries", value)
-    message = str(info.value)
-    assert message.startswith("llm_cache_max_entries:")
-    assert repr(value) in message
+    assert_rejected(parse_count, "llm_cache_max_entries", value)
 
 
 # --------------------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def test_comment_only_stream_gives_no_events():
         (b"data: a\r\ndata: b\r\n\r\n", b"a\nb"),
         (b"data: a\rdata: b\r\r", b"a\nb"),
         (b"data: a\ndata:\ndata: c\n\n", b"a\n\nc"),
-        (b"data: {\"x\":\ndata:  1}\n\n", b'{"x":\n 1}'),
+        (b'data: {"x":\ndata:  1}\n\n', b'{"x":\n 1}'),
     ],
 )
 def test_multi_line_data_is_joined_with_lf(stream, data):

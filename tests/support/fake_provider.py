@@ -222,7 +222,11 @@ class FakeProvider:
 
     def _validate_deepseek(self, messages: list[dict]) -> tuple[int, dict] | None:
         for index, message in enumerate(messages):
-            if message.get("role") == "assistant" and message.get("tool_calls") and message.get("reasoning_content") is None:
+            if (
+                message.get("role") == "assistant"
+                and message.get("tool_calls")
+                and message.get("reasoning_content") is None
+            ):
                 return 400, {
                     "error": {
                         "message": DEEPSEEK_MISSING_REASONING.format(index=index),
@@ -247,18 +251,29 @@ class FakeProvider:
         else:
             message, chunks = self._final_turn(dialect, options)
         for chunk in chunks:
-            chunk.update({"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model})
-        return {"id": response_id, "object": "chat.completion", "created": int(time.time()), "model": model,
-                "choices": [{"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
-                             "message": message}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}, chunks
+            chunk.update(
+                {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
+            )
+        return {
+            "id": response_id,
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [
+                {"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop", "message": message}
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }, chunks
 
     def _tool_turn(self, doc: dict, dialect: str, options: _Options) -> tuple[dict, list[dict]]:
         tools = [t.get("function", {}).get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
         name = next((t for t in tools if t), "list_directory")
         calls = [
-            {"id": f"call_{uuid.uuid4().hex[:20]}", "type": "function",
-             "function": {"name": name, "arguments": json.dumps({"path": f"dir{i}"})}}
+            {
+                "id": f"call_{uuid.uuid4().hex[:20]}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps({"path": f"dir{i}"})},
+            }
             for i in range(options.parallel)
         ]
         message: dict[str, Any] = {"role": "assistant", "content": options.content}
@@ -273,8 +288,10 @@ class FakeProvider:
             message.update({"reasoning_text": text, "reasoning_opaque": opaque})
             fields = {"reasoning_opaque": opaque, "reasoning_text": text}
             half = len(text) // 2
-            chunks += [delta({"content": None, "role": "assistant", "reasoning_text": text[:half]}),
-                       delta({"content": None, "role": "assistant", "reasoning_text": text[half:]})]
+            chunks += [
+                delta({"content": None, "role": "assistant", "reasoning_text": text[:half]}),
+                delta({"content": None, "role": "assistant", "reasoning_text": text[half:]}),
+            ]
             chunks += [delta({"content": None, "role": "assistant"}) for _ in range(options.events or 0)]
             if options.content:
                 chunks.append(delta({"content": options.content, "role": "assistant"}))
@@ -292,11 +309,25 @@ class FakeProvider:
             chunks += [delta({"content": None, "reasoning_content": piece}) for piece in re.findall(r"\S+\s*", text)]
             chunks += [delta({"content": None, "reasoning_content": ""}) for _ in range(options.events or 0)]
             for i, call in enumerate(calls):
-                chunks.append(delta({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                                     "function": {"name": name, "arguments": ""}}]}))
+                chunks.append(
+                    delta(
+                        {
+                            "tool_calls": [
+                                {
+                                    "index": i,
+                                    "id": call["id"],
+                                    "type": "function",
+                                    "function": {"name": name, "arguments": ""},
+                                }
+                            ]
+                        }
+                    )
+                )
                 arguments = call["function"]["arguments"]
                 for j in range(0, len(arguments), 4):
-                    chunks.append(delta({"tool_calls": [{"index": i, "function": {"arguments": arguments[j : j + 4]}}]}))
+                    chunks.append(
+                        delta({"tool_calls": [{"index": i, "function": {"arguments": arguments[j : j + 4]}}]})
+                    )
             chunks.append(delta({"content": "", "reasoning_content": None}, "tool_calls"))
         else:
             fields = {}
@@ -312,8 +343,10 @@ class FakeProvider:
     def _final_turn(self, dialect: str, options: _Options) -> tuple[dict, list[dict]]:
         words = ["The", " directory", " holds", " two", " files."] + [" More."] * (options.events or 0)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(words)}
-        chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": w}, "finish_reason": None}]}
-                  for w in words]
+        chunks = [
+            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": w}, "finish_reason": None}]}
+            for w in words
+        ]
         chunks[-1]["choices"][0]["finish_reason"] = "stop"
         if dialect == "deepseek":
             message["reasoning_content"] = "Summarise the listing."
@@ -346,8 +379,17 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(200, {"ok": True, "path": self.path, "length": len(raw)}, recorded=recorded)
         if not isinstance(doc, dict):
             recorded.status = 400
-            return self._json(400, {"error": {"message": "We could not parse the JSON body of your request.",
-                                              "type": "invalid_request_error", "param": None, "code": None}})
+            return self._json(
+                400,
+                {
+                    "error": {
+                        "message": "We could not parse the JSON body of your request.",
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": None,
+                    }
+                },
+            )
         error = self.fake.validate(doc)
         if error is not None:
             recorded.status = error[0]

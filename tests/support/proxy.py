@@ -21,9 +21,16 @@ class MitmdumpProcess:
     def __init__(self, *args: str, confdir: Path, cwd: Path | None = None, addon: bool = True) -> None:
         script = ["-s", str(ADDON_MAIN)] if addon else []
         self.command = [
-            str(MITMDUMP), "--listen-host", "127.0.0.1", "--listen-port", "0",
-            "--set", f"confdir={confdir}", *script, *args,
-        ]  # fmt: skip
+            str(MITMDUMP),
+            "--listen-host",
+            "127.0.0.1",
+            "--listen-port",
+            "0",
+            "--set",
+            f"confdir={confdir}",
+            *script,
+            *args,
+        ]
         self.cwd = cwd or ROOT
         self.addon = addon
         self.lines: list[str] = []
@@ -42,9 +49,14 @@ class MitmdumpProcess:
 
     def start(self, timeout: float = 30.0) -> MitmdumpProcess:
         self._process = subprocess.Popen(
-            self.command, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
+            self.command,
+            cwd=self.cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )  # fmt: skip
+        )
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + timeout
         # The listening line comes just before the `running` hook, which logs "active".
