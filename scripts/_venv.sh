@@ -12,7 +12,11 @@ ensure_venv() {  # $1: "run" or "test"
         "${PYTHON:-python3}" -m venv "$VENV"
     fi
     local stamp="$VENV/.installed-$flavour" want
-    want="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
+    want="$(sha256sum < "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+    # The test install holds everything the run install does.
+    if [ "$flavour" = run ] && [ "$(cat "$VENV/.installed-test" 2>/dev/null)" = "$want" ]; then
+        return
+    fi
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "installing llm-reasoning-proxy ($flavour) into $VENV" >&2
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target"
