@@ -10,7 +10,7 @@ from mitmproxy import http
 
 from . import formats
 from .annotate import add_comment, flow_meta, report_skip
-from .events import Captured, ToolCallSummary, summarize_fields
+from .events import Captured, summarize_record
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
 from .redact import redact_url
@@ -80,9 +80,10 @@ class ResponseCapture:
                 record = record.model_copy(
                     update={"request_model": meta.get("request_model"), "captured_at": time.time()}
                 )
-                keys = record.tool_call_ids
+                keys = record.keys()
                 if keys:
                     store.put(meta["scope"], keys, record)
+                fields, calls = summarize_record(record, wire_format.text_fields, settings.log_opaque)
                 self.config.events.write(
                     Captured(
                         flow_id=flow.id,
@@ -92,21 +93,21 @@ class ResponseCapture:
                         response_id=record.response_id,
                         request_model=record.request_model,
                         response_model=record.response_model,
-                        tool_calls=[ToolCallSummary(id=c.id, name=c.name) for c in record.tool_calls],
-                        fields=summarize_fields(record.fields, wire_format.text_fields, settings.log_opaque),
+                        tool_calls=calls,
+                        fields=fields,
                         streamed=tap.sse,
                         complete=complete,
                         stored=bool(keys),
                     )
                 )
-                captured.append(
-                    {"response_id": record.response_id, "fields": sorted(record.fields), "tool_call_ids": keys}
-                )
+                names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
+                ids = record.tool_call_ids
+                captured.append({"response_id": record.response_id, "fields": names, "tool_call_ids": ids})
                 logger.info(
                     "llm captured %s from %s for %s",
-                    ", ".join(sorted(record.fields)),
+                    ", ".join(names),
                     url,
-                    f"tool calls {', '.join(keys)}" if keys else "no tool call (not cached)",
+                    f"tool calls {', '.join(ids)}" if ids else "no tool call" + ("" if keys else " (not cached)"),
                 )
             if captured:
                 meta["captured"] = captured

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
-from .records import RepairAction
+from .records import ReasoningRecord, RepairAction
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +46,8 @@ class FieldSummary(BaseModel):
 class ToolCallSummary(BaseModel):
     id: str
     name: str
+    aliases: list[str] = []
+    fields: dict[str, FieldSummary] = {}
 
 
 class Started(Event):
@@ -92,16 +94,31 @@ def summarize_fields(
 ) -> dict[str, FieldSummary]:
     summaries = {}
     for name, value in fields.items():
-        text = value if isinstance(value, str) else repr(value)
-        summary = FieldSummary(
-            length=len(text), sha256=hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        text = value if isinstance(value, str) else jsoncodec.dumps(value).decode()
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        summaries[name] = FieldSummary(
+            length=len(text),
+            sha256=digest,
+            text=text if name in text_fields else None,
+            value=text if include_opaque and name not in text_fields else None,
         )
-        if name in text_fields:
-            summary.text = text
-        elif include_opaque:
-            summary.value = text
-        summaries[name] = summary
     return summaries
+
+
+def summarize_record(
+    record: ReasoningRecord, text_fields: frozenset[str], include_opaque: bool
+) -> tuple[dict[str, FieldSummary], list[ToolCallSummary]]:
+    """The record's turn fields and its tool calls, as the event log shows them."""
+    calls = [
+        ToolCallSummary(
+            id=call.id,
+            name=call.name,
+            aliases=list(call.aliases),
+            fields=summarize_fields(call.fields, text_fields, include_opaque),
+        )
+        for call in record.tool_calls
+    ]
+    return summarize_fields(record.fields, text_fields, include_opaque), calls
 
 
 class EventLog:

@@ -2,31 +2,61 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 
+def canonical_arguments(arguments: Any) -> str:
+    """Tool call arguments in one spelling, whether sent as a JSON string or as an object."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return arguments
+    try:
+        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(arguments)
+
+
+def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
+    """The second cache key of a tool call: its model, function name and canonical arguments.
+
+    Clients that rewrite tool call ids still send the same function and arguments back.
+    """
+    text = "\0".join((model or "", name, canonical_arguments(arguments)))
+    return "fp:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 class ToolCallRef(BaseModel):
+    """One tool call of a captured turn, and any reasoning state carried on the call itself."""
+
     model_config = ConfigDict(frozen=True)
 
-    id: str
+    id: str = ""
     name: str = ""
-    arguments: str = ""
+    arguments: str = ""  # as sent: a JSON string, or canonical JSON for object arguments
+    aliases: list[str] = []  # other ids the call is known by (a Responses fc_ id, a LiteLLM short id)
+    fields: dict[str, Any] = {}  # state on the call itself (Gemini thoughtSignature, extra_content, ...)
 
 
 class ReasoningRecord(BaseModel):
     """The reasoning state of one assistant turn, as the provider sent it.
 
-    `fields` holds the provider's own keys and values, to be put back verbatim;
-    the cache stores one record under each of the turn's tool call ids.
+    `fields` holds state that belongs to the turn (the provider's own keys and
+    values, to be put back verbatim); state that belongs to one tool call lives
+    on that call. The cache stores the record under every key of `keys()`.
     """
 
     model_config = ConfigDict(frozen=True)
 
     wire_format: str
-    fields: dict[str, Any]
+    fields: dict[str, Any] = {}
     tool_calls: list[ToolCallRef] = []
+    extra_keys: list[str] = []  # keys not tied to a tool call (a Responses msg_ id, a text part's hash)
     response_id: str | None = None
     request_model: str | None = None
     response_model: str | None = None
@@ -35,25 +65,63 @@ class ReasoningRecord(BaseModel):
 
     @property
     def tool_call_ids(self) -> list[str]:
-        return [call.id for call in self.tool_calls]
+        return [call.id for call in self.tool_calls if call.id]
+
+    @property
+    def has_state(self) -> bool:
+        return bool(self.fields) or any(call.fields for call in self.tool_calls) or bool(self.extra_keys)
+
+    def keys(self) -> list[str]:
+        keys: list[str] = []
+        for call in self.tool_calls:
+            keys += [key for key in (call.id, *call.aliases) if key]
+            if call.name:
+                keys.append(call_fingerprint(self.request_model, call.name, call.arguments))
+        keys += self.extra_keys
+        return list(dict.fromkeys(keys))
+
+    def find_call(self, key: str) -> ToolCallRef | None:
+        for call in self.tool_calls:
+            if key in (call.id, *call.aliases) and key:
+                return call
+            if call.name and key == call_fingerprint(self.request_model, call.name, call.arguments):
+                return call
+        return None
 
 
-RepairKind = Literal["restored", "content_null", "merged"]
+RepairKind = Literal["restored", "content_null", "merged", "inserted", "removed", "placeholder", "id_restored"]
 
 
 class RepairAction(BaseModel):
-    """One change made to a request body, precise enough to log and to explain."""
+    """One change made to a request body, precise enough to log and to explain.
+
+    `location` names the place in the repaired body ("messages[1]", "input[2]",
+    "contents[1].parts[0]"); `index` is the position in the body's top-level list.
+    """
 
     kind: RepairKind
-    message_index: int
+    location: str
+    index: int
     fields: list[str] = []
     tool_call_id: str | None = None
     response_id: str | None = None
+    via: Literal["id", "fingerprint"] | None = None
+    degraded: bool = False
 
     def describe(self) -> str:
-        where = f"messages[{self.message_index}]"
+        call = f" (tool call {self.tool_call_id}{', matched by name and arguments' if self.via == 'fingerprint' else ''})"
+        call = call if self.tool_call_id else ""
+        what = ", ".join(self.fields)
         if self.kind == "restored":
-            return f"restored {', '.join(self.fields)} on {where} (tool call {self.tool_call_id})"
+            return f"restored {what} on {self.location}{call}"
         if self.kind == "content_null":
-            return f"content [] -> null on {where}"
-        return f"merged split assistant messages into {where}"
+            return f"content [] -> null on {self.location}"
+        if self.kind == "merged":
+            return f"merged split assistant messages into {self.location}"
+        if self.kind == "inserted":
+            return f"inserted {what} before {self.location}{call}"
+        if self.kind == "removed":
+            return f"removed {what} at {self.location}: nothing follows it"
+        if self.kind == "placeholder":
+            return f"sent placeholder {what} on {self.location}{call}: nothing cached (degraded)"
+        return f"restored full tool call id on {self.location} and its tool results{call}"

@@ -10,6 +10,7 @@ from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .events import Repaired
 from .failopen import fail_open
+from .formats import CacheView, RepairContext
 from .proxy_config import ProxyConfig
 from .redact import redact_url
 from .scope import request_scope
@@ -40,7 +41,7 @@ class RequestRepair:
             "format": wire_format.name,
             "scope": str(scope),
             "host": scope.host,
-            "request_model": jsoncodec.sniff_model(body),
+            "request_model": wire_format.request_model(request.path, body, None),
         }
         flow.metadata[META] = meta
         if not wire_format.may_need_repair(body):
@@ -50,13 +51,16 @@ class RequestRepair:
         except ValueError:
             report_skip(flow, "request body is not valid JSON; forwarded unchanged", self.config.events)
             return
-        if isinstance(doc, dict) and isinstance(doc.get("model"), str):
-            meta["request_model"] = doc["model"]
-        keys = wire_format.cache_keys(doc)
         store, settings = self.config.store, self.config.settings
         assert store is not None and settings is not None
-        cached = store.get_many(meta["scope"], keys) if keys else {}
-        actions = wire_format.repair(doc, cached)
+        model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
+        keys = wire_format.lookup_keys(doc, model)
+        cache = CacheView(store.get_many(meta["scope"], keys) if keys else {}, model)
+        context = RepairContext(path=request.path, model=model, placeholder=settings.signature_placeholder)
+        actions = wire_format.repair(doc, cache, context)
+        for key, other in cache.mismatched.items():
+            reason = f"reasoning cached for {key} came from model {other}; not replayed into {model}"
+            report_skip(flow, reason, self.config.events)
         if not actions:
             return
         descriptions = [action.describe() for action in actions]
@@ -73,7 +77,7 @@ class RequestRepair:
                 url=redact_url(request.pretty_url),
                 wire_format=wire_format.name,
                 applied=settings.repair,
-                cache_hits=len(cached),
+                cache_hits=len(cache.found),
                 actions=actions,
             )
         )

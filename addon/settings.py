@@ -84,6 +84,18 @@ OPTIONS: tuple[OptionSpec, ...] = (
         """,
     ),
     OptionSpec(
+        "llm_signature_placeholder",
+        "auto",
+        """
+        What to send when a Gemini 3 request carries a current-turn function
+        call without its thought signature and none is cached: "auto" sends
+        Google's documented placeholder (skip_thought_signature_validator;
+        literal on Vertex AI, base64 on the Gemini API), "off" sends nothing
+        (the provider then answers 400), any other value is sent as it is.
+        Every use is logged as a degraded repair.
+        """,
+    ),
+    OptionSpec(
         "llm_keep_bodies",
         "auto",
         """
@@ -112,6 +124,7 @@ class Settings(BaseModel):
     cache_max_entries: int
     log_opaque: bool
     keep_bodies: Literal["auto", "true", "false"]
+    signature_placeholder: str = "auto"
 
     def summary(self) -> str:
         return (
@@ -181,6 +194,18 @@ def parse_keep_bodies(value: str | None) -> Literal["auto", "true", "false"]:
     return "true" if parse_bool("llm_keep_bodies", lowered) else "false"
 
 
+def parse_placeholder(value: str | None) -> str:
+    if value is None:
+        return "auto"
+    value = value.strip()
+    lowered = value.lower()
+    if lowered in ("auto", "on", "true"):
+        return "auto"
+    if lowered in ("off", "false", "no", ""):
+        return "off"
+    return value
+
+
 def parse_settings(values: Mapping[str, str | None]) -> Settings:
     """Settings from raw option strings; raises ValueError naming the bad option."""
     cache = parse_cache(values.get("llm_cache"))
@@ -192,4 +217,5 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         cache_max_entries=parse_count("llm_cache_max_entries", values.get("llm_cache_max_entries")),
         log_opaque=parse_bool("llm_log_opaque", values.get("llm_log_opaque")),
         keep_bodies=parse_keep_bodies(values.get("llm_keep_bodies")),
+        signature_placeholder=parse_placeholder(values.get("llm_signature_placeholder")),
     )

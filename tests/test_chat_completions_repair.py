@@ -10,6 +10,7 @@ import pytest
 
 from addon import jsoncodec
 from addon.formats.chat_completions import ChatCompletions
+from addon.formats import CacheView, RepairContext
 from addon.records import ReasoningRecord, ToolCallRef
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -43,14 +44,18 @@ def conversation(assistant: dict, *more: dict) -> dict:
     }
 
 
-def cached_for(doc: dict, records: list[ReasoningRecord]) -> dict[str, ReasoningRecord]:
-    by_id = {i: r for r in records for i in r.tool_call_ids}
-    return {k: by_id[k] for k in FORMAT.cache_keys(doc) if k in by_id}
+CONTEXT = RepairContext(path="/v1/chat/completions", model=None)
+
+
+def cached_for(doc: dict, records: list[ReasoningRecord], model: str | None = None) -> CacheView:
+    """What the proxy would find in a cache holding `records`, for this request."""
+    stored = {key: r for r in records for key in r.keys()}
+    return CacheView({k: stored[k] for k in FORMAT.lookup_keys(doc, model) if k in stored}, model)
 
 
 def test_restores_opaque_and_text_and_nulls_empty_content() -> None:
     doc = conversation({"role": "assistant", "content": [], "tool_calls": [call("call_1")]})
-    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]))
+    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT)
     message = doc["messages"][2]
     assert message == {
         "role": "assistant",
@@ -67,7 +72,7 @@ def test_restores_opaque_and_text_and_nulls_empty_content() -> None:
 
 def test_parallel_calls_take_the_record_of_any_of_their_ids() -> None:
     doc = conversation({"role": "assistant", "content": None, "tool_calls": [call("call_0"), call("call_1")]})
-    FORMAT.repair(doc, cached_for(doc, [record("call_0", "call_1")]))
+    FORMAT.repair(doc, cached_for(doc, [record("call_0", "call_1")]), CONTEXT)
     assert doc["messages"][2]["reasoning_opaque"] == OPAQUE
 
 
@@ -75,7 +80,7 @@ def test_values_the_client_sent_are_kept() -> None:
     doc = conversation(
         {"role": "assistant", "content": None, "reasoning_opaque": "theirs", "tool_calls": [call("call_1")]}
     )
-    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]))
+    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT)
     assert doc["messages"][2]["reasoning_opaque"] == "theirs"
     assert doc["messages"][2]["reasoning_text"] == "Some reasoning"
     assert actions[0].fields == ["reasoning_text"]
@@ -83,14 +88,14 @@ def test_values_the_client_sent_are_kept() -> None:
 
 def test_null_counts_as_missing() -> None:
     doc = conversation({"role": "assistant", "content": "", "reasoning_content": None, "tool_calls": [call("call_1")]})
-    FORMAT.repair(doc, cached_for(doc, [record("call_1", reasoning_content="thinking")]))
+    FORMAT.repair(doc, cached_for(doc, [record("call_1", reasoning_content="thinking")]), CONTEXT)
     assert doc["messages"][2]["reasoning_content"] == "thinking"
     assert doc["messages"][2]["content"] == ""  # an empty string is a value the client chose
 
 
 def test_empty_reasoning_content_from_the_provider_is_put_back() -> None:
     doc = conversation({"role": "assistant", "content": "", "tool_calls": [call("call_1")]})
-    FORMAT.repair(doc, cached_for(doc, [record("call_1", reasoning_content="")]))
+    FORMAT.repair(doc, cached_for(doc, [record("call_1", reasoning_content="")]), CONTEXT)
     assert doc["messages"][2]["reasoning_content"] == ""
 
 
@@ -98,7 +103,7 @@ def test_split_messages_are_merged_then_restored() -> None:
     text = {"role": "assistant", "content": "I will look.", "reasoning_text": "Some reasoning"}
     calls = {"role": "assistant", "content": [], "tool_calls": [call("call_1")]}
     doc = conversation(text, calls)
-    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]))
+    actions = FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT)
     assert len(doc["messages"]) == 4
     assert doc["messages"][2] == {
         "role": "assistant",
@@ -114,7 +119,7 @@ def test_text_only_then_tool_calls_merges_when_the_calls_are_cached() -> None:
     doc = conversation(
         {"role": "assistant", "content": "I will look."}, {"role": "assistant", "tool_calls": [call("call_1")]}
     )
-    FORMAT.repair(doc, cached_for(doc, [record("call_1")]))
+    FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT)
     assert doc["messages"][2]["content"] == "I will look." and doc["messages"][2]["reasoning_opaque"] == OPAQUE
 
 
@@ -124,7 +129,7 @@ def test_consecutive_plain_assistant_messages_are_left_alone() -> None:
         {"role": "assistant", "content": None, "tool_calls": [call("call_1")]},
     )
     before = copy.deepcopy(doc)
-    assert FORMAT.repair(doc, {}) == []
+    assert FORMAT.repair(doc, CacheView({}, None), CONTEXT) == []
     assert doc == before
 
 
@@ -138,9 +143,9 @@ def test_consecutive_plain_assistant_messages_are_left_alone() -> None:
 def test_repair_is_idempotent(assistant: dict) -> None:
     doc = conversation(assistant, {"role": "assistant", "content": None, "tool_calls": [call("call_1")]})
     cached = cached_for(doc, [record("call_1")])
-    FORMAT.repair(doc, cached)
+    FORMAT.repair(doc, cached, CONTEXT)
     once = copy.deepcopy(doc)
-    assert FORMAT.repair(doc, cached_for(doc, [record("call_1")])) == []
+    assert FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT) == []
     assert doc == once
 
 
@@ -152,7 +157,7 @@ def test_unknown_ids_and_odd_shapes_are_left_alone() -> None:
         [],
     ]:
         before = copy.deepcopy(doc)
-        assert FORMAT.repair(doc, {}) == []
+        assert FORMAT.repair(doc, CacheView({}, None), CONTEXT) == []
         assert doc == before
 
 
@@ -172,8 +177,8 @@ def test_deepseek_fixture_history_round_trip() -> None:
     original = copy.deepcopy(request)
     stripped = copy.deepcopy(request)
     del stripped["messages"][3]["reasoning_content"]
-    actions = FORMAT.repair(stripped, cached_for(stripped, [captured]))
-    assert [a.message_index for a in actions] == [3]
+    actions = FORMAT.repair(stripped, cached_for(stripped, [captured]), CONTEXT)
+    assert [a.index for a in actions] == [3]
     assert stripped == original
 
 

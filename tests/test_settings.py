@@ -18,6 +18,7 @@ from addon.settings import (
     parse_count,
     parse_duration,
     parse_keep_bodies,
+    parse_placeholder,
     parse_log,
     parse_settings,
 )
@@ -282,6 +283,7 @@ def test_options_are_declared_once_each():
         "llm_cache_max_age",
         "llm_cache_max_entries",
         "llm_log_opaque",
+        "llm_signature_placeholder",
         "llm_keep_bodies",
     ]
     assert OPTION_NAMES == frozenset(names)
@@ -377,3 +379,12 @@ def test_parse_settings_error_names_the_option(option, value):
 def test_parse_settings_error_names_llm_log(tmp_path):
     with pytest.raises(ValueError, match=r"^llm_log: "):
         parse_settings({**DEFAULTS, "llm_log": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, "auto"), ("auto", "auto"), ("on", "auto"), ("off", "off"), ("", "off"), ("false", "off"),
+     ("skip_thought_signature_validator", "skip_thought_signature_validator")],
+)
+def test_parse_placeholder(value, expected):
+    assert parse_placeholder(value) == expected

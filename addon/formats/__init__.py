@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from .base import ResponseReader, WireFormat
+from .base import CacheView, CallHit, RepairContext, ResponseReader, WireFormat
+from .anthropic import AnthropicMessages
 from .chat_completions import ChatCompletions
+from .gemini import GeminiNative
+from .responses import Responses
 
-FORMATS: tuple[WireFormat, ...] = (ChatCompletions(),)
+FORMATS: tuple[WireFormat, ...] = (ChatCompletions(), Responses(), AnthropicMessages(), GeminiNative())
 _BY_NAME = {f.name: f for f in FORMATS}
 
 
@@ -21,4 +24,13 @@ def by_name(name: str) -> WireFormat:
     return _BY_NAME[name]
 
 
-__all__ = ["FORMATS", "ResponseReader", "WireFormat", "by_name", "claim"]
+__all__ = [
+    "FORMATS",
+    "CacheView",
+    "CallHit",
+    "RepairContext",
+    "ResponseReader",
+    "WireFormat",
+    "by_name",
+    "claim",
+]

@@ -1,12 +1,77 @@
-"""The interface every wire format implements for the proxy hooks."""
+"""The interface every wire format implements, and what the proxy hooks hand to it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
-from ..records import ReasoningRecord, RepairAction
+from .. import jsoncodec
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, call_fingerprint
 from ..sse_parser import SSEEvent
+
+
+def call_lookup_keys(model: str | None, call_id: str | None, name: str | None, arguments: Any) -> list[str]:
+    """Every cache key a tool call in a request can be found under, best first."""
+    keys = []
+    if call_id:
+        keys.append(call_id)
+        # A client that truncated or stripped an id suffix (LiteLLM's "__thought__<signature>").
+        short = call_id.split("__", 1)[0]
+        if short != call_id:
+            keys.append(short)
+    if name:
+        keys.append(call_fingerprint(model, name, arguments))
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class CallHit:
+    record: ReasoningRecord
+    call: ToolCallRef  # the captured call the request's call matched
+    via: Literal["id", "fingerprint"]
+
+
+@dataclass
+class CacheView:
+    """The cached records a request can be repaired from.
+
+    Records captured for another model are never handed out: replaying reasoning
+    into another model breaks signatures or makes it print raw thinking.
+    """
+
+    found: Mapping[str, ReasoningRecord]
+    model: str | None
+    mismatched: dict[str, str] = field(default_factory=dict)  # key -> model the record came from
+
+    def call(self, call_id: str | None, name: str | None, arguments: Any) -> CallHit | None:
+        for key in call_lookup_keys(self.model, call_id, name, arguments):
+            record = self.record(key)
+            if record is None:
+                continue
+            captured = record.find_call(key)
+            if captured is not None:
+                return CallHit(record, captured, "fingerprint" if key.startswith("fp:") else "id")
+        return None
+
+    def record(self, key: str) -> ReasoningRecord | None:
+        record = self.found.get(key)
+        if record is None:
+            return None
+        if self.model and record.request_model and record.request_model != self.model:
+            self.mismatched[key] = record.request_model
+            return None
+        return record
+
+
+@dataclass(frozen=True, slots=True)
+class RepairContext:
+    """What a repair may need to know beyond the body."""
+
+    path: str
+    model: str | None
+    # Gemini: the llm_signature_placeholder setting ("auto", "off" or a value to send).
+    placeholder: str = "off"
 
 
 class ResponseReader(Protocol):
@@ -31,16 +96,28 @@ class WireFormat(Protocol):
         """Whether a request is this format's traffic, judged without parsing the body."""
         ...
 
+    def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
+        """The model a request is for (`doc` is the parsed body when it was parsed)."""
+        ...
+
     def may_need_repair(self, body: bytes) -> bool:
         """False when no repair is possible, judged without parsing the body."""
         ...
 
     def reader(self) -> ResponseReader: ...
 
-    def cache_keys(self, doc: Any) -> list[str]:
-        """The cache keys (tool call ids) a parsed request could be repaired from."""
+    def lookup_keys(self, doc: Any, model: str | None) -> list[str]:
+        """The cache keys a parsed request could be repaired from."""
         ...
 
-    def repair(self, doc: Any, cached: Mapping[str, ReasoningRecord]) -> list[RepairAction]:
+    def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
         """Repairs `doc` in place and says what changed; must be idempotent."""
         ...
+
+
+def body_model(body: bytes, doc: Any | None) -> str | None:
+    """The top-level "model" of a JSON request body, for formats that carry it there."""
+    if isinstance(doc, dict):
+        model = doc.get("model")
+        return model if isinstance(model, str) else None
+    return jsoncodec.sniff_model(body)

@@ -8,13 +8,14 @@ turn's record is linked to every tool call id of that turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef
 from ..sse_parser import SSEEvent
+from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys
 
 NAME = "chat_completions"
 REASONING_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
@@ -146,11 +147,25 @@ class ChatCompletionsReader:
         return records
 
 
-def _tool_call_ids(message: dict[str, Any]) -> list[str]:
+def _tool_calls(message: dict[str, Any]) -> list[dict[str, Any]]:
     calls = message.get("tool_calls")
-    if not isinstance(calls, list):
-        return []
-    return [c["id"] for c in calls if isinstance(c, dict) and isinstance(c.get("id"), str) and c["id"]]
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def _call_parts(call: dict[str, Any]) -> tuple[str | None, str | None, Any]:
+    """A request tool call's id, function name and arguments."""
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    name = function.get("name") if isinstance(function.get("name"), str) else None
+    return call_id, name, function.get("arguments", "")
+
+
+def _find(message: dict[str, Any], cache: CacheView) -> CallHit | None:
+    for call in _tool_calls(message):
+        hit = cache.call(*_call_parts(call))
+        if hit is not None:
+            return hit
+    return None
 
 
 def _is_assistant(message: Any) -> bool:
@@ -165,7 +180,7 @@ def _has_reasoning(message: dict[str, Any]) -> bool:
     return any(message.get(name) is not None for name in REASONING_FIELDS)
 
 
-def _is_split_pair(first: Any, second: Any, cached: Mapping[str, ReasoningRecord]) -> bool:
+def _is_split_pair(first: Any, second: Any, cache: CacheView) -> bool:
     """A turn the client sent as two assistant messages: text/reasoning, then tool calls."""
     if not (_is_assistant(first) and _is_assistant(second)):
         return False
@@ -173,7 +188,7 @@ def _is_split_pair(first: Any, second: Any, cached: Mapping[str, ReasoningRecord
         return False
     if second.get("content") not in _EMPTY_CONTENT or _has_reasoning(second):
         return False
-    return _has_reasoning(first) or any(call_id in cached for call_id in _tool_call_ids(second))
+    return _has_reasoning(first) or _find(second, cache) is not None
 
 
 def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -194,6 +209,9 @@ class ChatCompletions:
         route = path.split("?", 1)[0].rstrip("/")
         return route.endswith("/chat/completions") and b'"messages"' in body
 
+    def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
+        return body_model(body, doc)
+
     def may_need_repair(self, body: bytes) -> bool:
         # Every repair here concerns an assistant message that holds tool calls.
         return b'"tool_calls"' in body
@@ -201,50 +219,57 @@ class ChatCompletions:
     def reader(self) -> ChatCompletionsReader:
         return ChatCompletionsReader()
 
-    def cache_keys(self, doc: Any) -> list[str]:
+    def lookup_keys(self, doc: Any, model: str | None) -> list[str]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
-        return [call_id for m in messages if _is_assistant(m) for call_id in _tool_call_ids(m)]
+        return [
+            key
+            for message in messages
+            if _is_assistant(message)
+            for call in _tool_calls(message)
+            for key in call_lookup_keys(model, *_call_parts(call))
+        ]
 
-    def repair(self, doc: Any, cached: Mapping[str, ReasoningRecord]) -> list[RepairAction]:
+    def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
         actions: list[RepairAction] = []
         index = 0
         while index + 1 < len(messages):
-            if _is_split_pair(messages[index], messages[index + 1], cached):
+            if _is_split_pair(messages[index], messages[index + 1], cache):
                 messages[index : index + 2] = [_merge(messages[index], messages[index + 1])]
-                actions.append(RepairAction(kind="merged", message_index=index))
+                actions.append(RepairAction(kind="merged", location=f"messages[{index}]", index=index))
             index += 1
         for index, message in enumerate(messages):
             if not (_is_assistant(message) and _has_tool_calls(message)):
                 continue
             if message.get("content") == []:
                 message["content"] = None
-                actions.append(RepairAction(kind="content_null", message_index=index))
-            actions.extend(_restore(index, message, cached))
+                actions.append(RepairAction(kind="content_null", location=f"messages[{index}]", index=index))
+            actions.extend(_restore(index, message, cache))
         return actions
 
 
-def _restore(index: int, message: dict[str, Any], cached: Mapping[str, ReasoningRecord]) -> list[RepairAction]:
-    for call_id in _tool_call_ids(message):
-        record = cached.get(call_id)
-        if record is None:
-            continue
-        restored = [name for name, value in record.fields.items() if message.get(name) is None]
-        for name in restored:
-            message[name] = record.fields[name]
-        if not restored:
-            return []
-        return [
-            RepairAction(
-                kind="restored",
-                message_index=index,
-                fields=restored,
-                tool_call_id=call_id,
-                response_id=record.response_id,
-            )
-        ]
-    return []
+def _restore(index: int, message: dict[str, Any], cache: CacheView) -> list[RepairAction]:
+    hit = _find(message, cache)
+    if hit is None:
+        return []
+    record = hit.record
+    restored = [name for name, value in record.fields.items() if message.get(name) is None]
+    for name in restored:
+        message[name] = record.fields[name]
+    if not restored:
+        return []
+    return [
+        RepairAction(
+            kind="restored",
+            location=f"messages[{index}]",
+            index=index,
+            fields=restored,
+            tool_call_id=hit.call.id,
+            response_id=record.response_id,
+            via=hit.via,
+        )
+    ]

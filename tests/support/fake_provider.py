@@ -1,46 +1,27 @@
 """A fake LLM provider on loopback that enforces the real providers' rules and error texts.
 
-Dialects are chosen by model name, as the real services would see them:
+One HTTP server records every request and hands it to the dialect that owns its
+path (`fake_chat`, `fake_responses`, `fake_anthropic`, `fake_gemini`). A dialect
+validates the request the way the real provider does, with its exact error
+text, and answers with a JSON body or a list of SSE events; the server takes
+care of streaming, compression, delays and aborted connections.
 
-* "gemini-*" is GitHub Copilot serving Gemini: answers carry `reasoning_text`
-  and `reasoning_opaque`; the next request must carry the opaque it issued on
-  every assistant tool-call message of the current turn, and `content: []` is
-  refused with Copilot's `invalid_request_body`.
-* "deepseek-*" is DeepSeek thinking mode: answers carry `reasoning_content`;
-  every assistant tool-call message sent back must carry it.
-* anything else is a plain OpenAI-compatible host with no reasoning rules.
-
-Per-request behaviour is set with `x-fake-*` request headers (see `_Options`).
+Per-request behaviour is set with `x-fake-*` request headers (see `Options`).
 """
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
-import os
-import re
 import threading
 import time
-import uuid
 import zlib
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 import brotli
 import zstandard
-
-COPILOT_INVALID_BODY = {"error": {"message": "invalid request body", "code": "invalid_request_body"}}
-VERTEX_MISSING_SIGNATURE = (
-    "Unable to submit request because function call `default_api:{name}` in the {block}. content block is "
-    "missing a `thought_signature`. Learn more: https://docs.cloud.google.com/vertex-ai/generative-ai/docs/"
-    "thought-signatures"
-)
-DEEPSEEK_MISSING_REASONING = (
-    "Missing `reasoning_content` field in the assistant message at message index {index}. For more "
-    "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
-)
 
 
 @dataclass
@@ -55,7 +36,7 @@ class Recorded:
 
 
 @dataclass
-class _Options:
+class Options:
     parallel: int = 1  # tool calls per tool turn
     steps: int = 1  # tool turns before the final answer
     content: str | None = None  # text sent alongside the tool calls
@@ -65,7 +46,7 @@ class _Options:
     events: int | None = None  # extra filler events for long streams
 
     @classmethod
-    def from_headers(cls, headers: dict[str, str]) -> _Options:
+    def from_headers(cls, headers: dict[str, str]) -> Options:
         def get(name: str, cast, default):
             value = headers.get(f"x-fake-{name}")
             return default if value is None else cast(value)
@@ -81,7 +62,30 @@ class _Options:
         )
 
 
-def _decode_body(raw: bytes, encoding: str | None) -> bytes:
+@dataclass
+class Reply:
+    status: int
+    doc: Any = None  # a JSON body
+    events: list[bytes] | None = None  # SSE events with their framing: a streamed answer
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class Dialect(Protocol):
+    name: str
+
+    def matches(self, path: str) -> bool: ...
+
+    def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply: ...
+
+
+def sse_event(data: Any, event: str | None = None) -> bytes:
+    """One SSE event with real wire framing; `data` is JSON-encoded unless it is a str."""
+    payload = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
+
+
+def decode_body(raw: bytes, encoding: str | None) -> bytes:
     for name in reversed([n.strip() for n in (encoding or "").split(",") if n.strip()]):
         if name == "gzip":
             raw = gzip.decompress(raw)
@@ -129,38 +133,27 @@ class _Compressor:
         return self._obj.flush()
 
 
-def dialect_of(model: str) -> str:
-    if model.startswith("gemini"):
-        return "copilot"
-    if model.startswith("deepseek"):
-        return "deepseek"
-    return "plain"
-
-
-def _gemini_block_number(messages: list[dict], position: int) -> int:
-    """1-based index into the Gemini `contents` Copilot builds: system messages leave, tool results merge."""
-    block = 0
-    previous_role = None
-    for index, message in enumerate(messages):
-        role = message.get("role")
-        if role == "system":
-            continue
-        if not (role == "tool" and previous_role == "tool"):
-            block += 1
-        previous_role = role
-        if index == position:
-            return block
-    return block
-
-
 class FakeProvider:
     def __init__(self) -> None:
+        from .fake_anthropic import AnthropicDialect
+        from .fake_chat import ChatDialect
+        from .fake_gemini import GeminiDialect
+        from .fake_responses import ResponsesDialect
+
         self.requests: list[Recorded] = []
-        self.issued: dict[str, dict[str, str]] = {}  # tool call id -> reasoning fields issued with it
+        self.chat = ChatDialect()
+        self.responses = ResponsesDialect()
+        self.anthropic = AnthropicDialect()
+        self.gemini = GeminiDialect()
+        self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
-    # lifecycle -------------------------------------------------------------------------------
+    @property
+    def issued(self) -> dict[str, dict[str, str]]:
+        """What the chat completions dialects issued, by tool call id."""
+        return self.chat.issued
+
     def start(self) -> FakeProvider:
         provider = self
 
@@ -188,169 +181,10 @@ class FakeProvider:
 
     def last(self, path_suffix: str = "/chat/completions") -> Recorded:
         with self._lock:
-            return next(r for r in reversed(self.requests) if r.path.split("?")[0].endswith(path_suffix))
+            return next(r for r in reversed(self.requests) if path_suffix in r.path.split("?")[0])
 
-    # rules -----------------------------------------------------------------------------------
-    def validate(self, doc: dict) -> tuple[int, dict] | None:
-        model = str(doc.get("model", ""))
-        messages = doc.get("messages") or []
-        dialect = dialect_of(model)
-        if dialect == "copilot":
-            return self._validate_copilot(messages)
-        if dialect == "deepseek":
-            return self._validate_deepseek(messages)
-        return None
-
-    def _validate_copilot(self, messages: list[dict]) -> tuple[int, dict] | None:
-        for message in messages:
-            if message.get("role") == "assistant" and message.get("content") == []:
-                return 400, COPILOT_INVALID_BODY
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        for index, message in enumerate(messages):
-            calls = message.get("tool_calls") or []
-            if index < last_user or message.get("role") != "assistant" or not calls:
-                continue
-            opaque = message.get("reasoning_opaque")
-            if opaque is None:
-                name = calls[0].get("function", {}).get("name", "")
-                text = VERTEX_MISSING_SIGNATURE.format(name=name, block=_gemini_block_number(messages, index))
-                return 400, {"error": {"message": text, "code": "invalid_request_body"}}
-            issued = self.issued.get(calls[0].get("id", ""), {}).get("reasoning_opaque")
-            if opaque != issued:
-                return 400, {"error": {"message": "Thought signature is not valid.", "code": "invalid_request_body"}}
-        return None
-
-    def _validate_deepseek(self, messages: list[dict]) -> tuple[int, dict] | None:
-        for index, message in enumerate(messages):
-            if (
-                message.get("role") == "assistant"
-                and message.get("tool_calls")
-                and message.get("reasoning_content") is None
-            ):
-                return 400, {
-                    "error": {
-                        "message": DEEPSEEK_MISSING_REASONING.format(index=index),
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": "invalid_request_error",
-                    }
-                }
-        return None
-
-    # answers ---------------------------------------------------------------------------------
-    def answer(self, doc: dict, options: _Options) -> tuple[dict, list[dict]]:
-        """The whole answer message and the stream chunks that carry it."""
-        model = str(doc.get("model", ""))
-        dialect = dialect_of(model)
-        messages = doc.get("messages") or []
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        done_steps = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls"))
-        response_id = uuid.uuid4().hex[:24]
-        if messages and messages[-1].get("role") in ("user", "tool") and done_steps < options.steps:
-            message, chunks = self._tool_turn(doc, dialect, options)
-        else:
-            message, chunks = self._final_turn(dialect, options)
-        for chunk in chunks:
-            chunk.update(
-                {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
-            )
-        return {
-            "id": response_id,
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": model,
-            "choices": [
-                {"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop", "message": message}
-            ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }, chunks
-
-    def _tool_turn(self, doc: dict, dialect: str, options: _Options) -> tuple[dict, list[dict]]:
-        tools = [t.get("function", {}).get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
-        name = next((t for t in tools if t), "list_directory")
-        calls = [
-            {
-                "id": f"call_{uuid.uuid4().hex[:20]}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"path": f"dir{i}"})},
-            }
-            for i in range(options.parallel)
-        ]
-        message: dict[str, Any] = {"role": "assistant", "content": options.content}
-        chunks: list[dict] = []
-
-        def delta(d: dict, finish: str | None = None) -> dict:
-            return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
-
-        if dialect == "copilot":
-            text = f"**Planning**\n\nI should call `{name}` to answer.\n\n"
-            opaque = base64.b64encode(os.urandom(96)).decode()
-            message.update({"reasoning_text": text, "reasoning_opaque": opaque})
-            fields = {"reasoning_opaque": opaque, "reasoning_text": text}
-            half = len(text) // 2
-            chunks += [
-                delta({"content": None, "role": "assistant", "reasoning_text": text[:half]}),
-                delta({"content": None, "role": "assistant", "reasoning_text": text[half:]}),
-            ]
-            chunks += [delta({"content": None, "role": "assistant"}) for _ in range(options.events or 0)]
-            if options.content:
-                chunks.append(delta({"content": options.content, "role": "assistant"}))
-            for i, call in enumerate(calls):
-                d: dict[str, Any] = {"content": None, "role": "assistant", "tool_calls": [{**call, "index": i}]}
-                if i == 0:
-                    d["reasoning_opaque"] = opaque
-                chunks.append(delta(d, "tool_calls" if i == len(calls) - 1 else None))
-        elif dialect == "deepseek":
-            text = f"The user wants a listing. I will call {name}."
-            message["reasoning_content"] = text
-            message["content"] = options.content or ""
-            fields = {"reasoning_content": text}
-            chunks.append(delta({"role": "assistant", "content": None, "reasoning_content": ""}))
-            chunks += [delta({"content": None, "reasoning_content": piece}) for piece in re.findall(r"\S+\s*", text)]
-            chunks += [delta({"content": None, "reasoning_content": ""}) for _ in range(options.events or 0)]
-            for i, call in enumerate(calls):
-                chunks.append(
-                    delta(
-                        {
-                            "tool_calls": [
-                                {
-                                    "index": i,
-                                    "id": call["id"],
-                                    "type": "function",
-                                    "function": {"name": name, "arguments": ""},
-                                }
-                            ]
-                        }
-                    )
-                )
-                arguments = call["function"]["arguments"]
-                for j in range(0, len(arguments), 4):
-                    chunks.append(
-                        delta({"tool_calls": [{"index": i, "function": {"arguments": arguments[j : j + 4]}}]})
-                    )
-            chunks.append(delta({"content": "", "reasoning_content": None}, "tool_calls"))
-        else:
-            fields = {}
-            for i, call in enumerate(calls):
-                chunks.append(delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}))
-            chunks.append(delta({}, "tool_calls"))
-        message["tool_calls"] = calls
-        with self._lock:
-            for call in calls:
-                self.issued[call["id"]] = fields
-        return message, chunks
-
-    def _final_turn(self, dialect: str, options: _Options) -> tuple[dict, list[dict]]:
-        words = ["The", " directory", " holds", " two", " files."] + [" More."] * (options.events or 0)
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(words)}
-        chunks = [
-            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": w}, "finish_reason": None}]}
-            for w in words
-        ]
-        chunks[-1]["choices"][0]["finish_reason"] = "stop"
-        if dialect == "deepseek":
-            message["reasoning_content"] = "Summarise the listing."
-        return message, chunks
+    def dialect_for(self, path: str) -> Dialect | None:
+        return next((d for d in self.dialects if d.matches(path)), None)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -362,84 +196,73 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:  # noqa: N802
-        self._json(200, {"ok": True, "path": self.path})
+        self._send(Reply(200, {"ok": True, "path": self.path}), Options(), None)
 
     def do_POST(self) -> None:  # noqa: N802
         length = int(self.headers.get("content-length") or 0)
         raw = self.rfile.read(length)
         headers = {k.lower(): v for k, v in self.headers.items()}
         try:
-            doc = json.loads(_decode_body(raw, headers.get("content-encoding")))
+            doc = json.loads(decode_body(raw, headers.get("content-encoding")))
         except Exception:
             doc = None
         recorded = Recorded("POST", self.path, headers, raw, doc)
         self.fake.record(recorded)
-        if not self.path.split("?")[0].endswith("/chat/completions"):
-            recorded.status = 200
-            return self._json(200, {"ok": True, "path": self.path, "length": len(raw)}, recorded=recorded)
-        if not isinstance(doc, dict):
-            recorded.status = 400
-            return self._json(
-                400,
-                {
-                    "error": {
-                        "message": "We could not parse the JSON body of your request.",
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": None,
-                    }
-                },
-            )
-        error = self.fake.validate(doc)
-        if error is not None:
-            recorded.status = error[0]
-            return self._json(*error, recorded=recorded)
-        recorded.status = 200
-        options = _Options.from_headers(headers)
-        whole, chunks = self.fake.answer(doc, options)
-        if doc.get("stream"):
-            self._stream(chunks, options, recorded)
+        options = Options.from_headers(headers)
+        dialect = self.fake.dialect_for(self.path)
+        if dialect is None:
+            reply = Reply(200, {"ok": True, "path": self.path, "length": len(raw)})
+        elif not isinstance(doc, dict):
+            message = "We could not parse the JSON body of your request."
+            reply = Reply(400, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
         else:
-            self._json(200, whole, options.encoding, recorded)
+            reply = dialect.handle(doc, recorded, options)
+        recorded.status = reply.status
+        self._send(reply, options, recorded)
 
-    def _json(self, status: int, doc: Any, encoding: str | None = None, recorded: Recorded | None = None) -> None:
-        body = json.dumps(doc).encode()
+    def _send(self, reply: Reply, options: Options, recorded: Recorded | None) -> None:
+        if reply.events is not None:
+            return self._stream(reply, options, recorded)
+        body = json.dumps(reply.doc).encode()
         if recorded is not None:
             recorded.sent += body
+        encoding = options.encoding if reply.status == 200 else None
         if encoding:
             compressor = _Compressor(encoding)
             body = compressor.piece(body) + compressor.end()
-        self.send_response(status)
+        self.send_response(reply.status)
         self.send_header("content-type", "application/json")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         if encoding:
             self.send_header("content-encoding", encoding)
         self.send_header("content-length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
 
-    def _stream(self, chunks: list[dict], options: _Options, recorded: Recorded) -> None:
+    def _stream(self, reply: Reply, options: Options, recorded: Recorded | None) -> None:
         compressor = _Compressor(options.encoding)
-        self.send_response(200)
+        self.send_response(reply.status)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
         if options.encoding:
             self.send_header("content-encoding", options.encoding)
         self.end_headers()
-        events = [f"data: {json.dumps(c)}\n\n".encode() for c in chunks] + [b"data: [DONE]\n\n"]
-        for count, event in enumerate(events):
+        for count, event in enumerate(reply.events or []):
             if options.abort_after is not None and count >= options.abort_after:
                 self.wfile.flush()
                 self.close_connection = True
                 self.connection.shutdown(2)  # mid-stream, no terminating chunk
                 return
-            recorded.sent += event
+            if recorded is not None:
+                recorded.sent += event
             self._chunk(compressor.piece(event))
             if options.event_delay:
                 time.sleep(options.event_delay)
-        tail = compressor.end()
-        if tail:
-            self._chunk(tail)
+        self._chunk(compressor.end())
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
