@@ -109,7 +109,9 @@ class RepairAction(BaseModel):
     degraded: bool = False
 
     def describe(self) -> str:
-        call = f" (tool call {self.tool_call_id}{', matched by name and arguments' if self.via == 'fingerprint' else ''})"
+        call = (
+            f" (tool call {self.tool_call_id}{', matched by name and arguments' if self.via == 'fingerprint' else ''})"
+        )
         call = call if self.tool_call_id else ""
         what = ", ".join(self.fields)
         if self.kind == "restored":

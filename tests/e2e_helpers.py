@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,9 +22,10 @@ TOOLS = [
 QUESTION = {"role": "user", "content": "What is in the deleteme directory?"}
 
 
-def client(base_url: str, api_key: str, **headers: str) -> openai.OpenAI:
+def client(base_url: str, api_key: str, *, path: str = "/v1", **headers: str) -> openai.OpenAI:
+    """An openai SDK client for `base_url` + `path`; keyword headers become `x-fake-*` options."""
     return openai.OpenAI(
-        base_url=f"{base_url}/v1",
+        base_url=f"{base_url}{path}",
         api_key=api_key,
         max_retries=0,
         timeout=30,
@@ -81,3 +84,12 @@ def second_turn(llm: openai.OpenAI, model: str, messages: list[dict[str, Any]], 
         c.choices[0].delta.content or ""
         for c in llm.chat.completions.create(model=model, messages=messages, tools=TOOLS, stream=True)
     )
+
+
+def logged_events(log: Path, kind: str, tool_call_id: str) -> list[dict[str, Any]]:
+    """Events of one kind in a proxy's JSONL log that mention a tool call id."""
+    return [
+        event
+        for event in map(json.loads, log.read_text().splitlines())
+        if event["kind"] == kind and tool_call_id in json.dumps(event)
+    ]

@@ -15,7 +15,9 @@ from addon.records import ReasoningRecord
 from addon.response_tap import ResponseTap
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# Text-field streams, which the simple oracle below can read; every chat stream must chunk the same.
 STREAMS = sorted(FIXTURES.glob("copilot/*.sse")) + sorted(FIXTURES.glob("deepseek/*.sse"))
+CHAT_STREAMS = STREAMS + sorted(FIXTURES.glob("openrouter/*.sse"))
 DOCUMENTS = sorted(FIXTURES.glob("deepseek/*_response_200.json"))
 FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
 
@@ -85,7 +87,14 @@ def test_stream_capture_is_independent_of_chunking(path: Path, size: int | None)
     assert_matches(tap_records(raw, sse=True, size=size), oracle(sse_documents(raw)))
 
 
-@pytest.mark.parametrize("path", STREAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", CHAT_STREAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("size", [1, 7, 100])
+def test_every_chat_stream_gives_the_same_records_for_any_chunking(path: Path, size: int) -> None:
+    raw = path.read_bytes()
+    assert tap_records(raw, sse=True, size=size) == tap_records(raw, sse=True, size=None)
+
+
+@pytest.mark.parametrize("path", CHAT_STREAMS, ids=lambda p: p.name)
 @pytest.mark.parametrize(
     "encoding, compress",
     [

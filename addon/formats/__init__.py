@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .base import CacheView, CallHit, RepairContext, ResponseReader, WireFormat
 from .anthropic import AnthropicMessages
+from .base import CacheView, CallHit, RepairContext, ResponseReader, WireFormat
 from .chat_completions import ChatCompletions
 from .gemini import GeminiNative
 from .responses import Responses

@@ -1,9 +1,11 @@
-"""OpenAI-style `/chat/completions` with reasoning kept on the assistant message.
+"""OpenAI-style `/chat/completions`, with reasoning kept on the assistant message and its tool calls.
 
-Covers GitHub Copilot's `reasoning_opaque` / `reasoning_text` (Gemini models)
-and `reasoning_content` (DeepSeek thinking mode, Moonshot Kimi, Z.ai GLM). A
-response carries the reasoning once per assistant turn, not per tool call, so a
-turn's record is linked to every tool call id of that turn.
+Covers GitHub Copilot (`reasoning_opaque`, `reasoning_text`), DeepSeek, Kimi and
+GLM (`reasoning_content`), OpenRouter (`reasoning_details`), Gemini's
+OpenAI-compatible endpoint (`extra_content`) and LiteLLM (`__thought__` ids,
+`provider_specific_fields`); `chat_fields` says how each is assembled. A
+response carries its reasoning once per assistant turn, so a turn's record is
+linked to every tool call of that turn.
 """
 
 from __future__ import annotations
@@ -16,11 +18,23 @@ from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys
+from .chat_fields import (
+    CALL_FIELDS,
+    DETAILS_FIELD,
+    MESSAGE_FIELDS,
+    TEXT_FIELDS,
+    WHOLE_FIELDS,
+    call_field,
+    is_missing,
+    litellm_short_id,
+    merge_detail_fragments,
+    set_call_field,
+)
 
 NAME = "chat_completions"
-REASONING_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
-TEXT_FIELDS = frozenset({"reasoning_text", "reasoning_content"})
 _EMPTY_CONTENT = (None, "", [])
+# Chunks that carry none of these hold only answer text and are not parsed.
+_INTERESTING = (b"reasoning", b"tool_calls", b"thought", b"extra_content")
 
 
 @dataclass(slots=True)
@@ -28,18 +42,26 @@ class _ToolCallSlot:
     id: str = ""
     name: str = ""
     arguments: list[str] = field(default_factory=list)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _ChoiceState:
-    fields: dict[str, list[str]] = field(default_factory=dict)
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    whole: dict[str, Any] = field(default_factory=dict)
+    details: list[dict[str, Any]] = field(default_factory=list)
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
 
     def add(self, part: dict[str, Any]) -> None:
-        for name in REASONING_FIELDS:
+        for name in TEXT_FIELDS:
             value = part.get(name)
             if isinstance(value, str):
-                self.fields.setdefault(name, []).append(value)
+                self.texts.setdefault(name, []).append(value)
+        for name in WHOLE_FIELDS:
+            if part.get(name) is not None:
+                self.whole[name] = part[name]
+        if isinstance(part.get(DETAILS_FIELD), list):
+            merge_detail_fragments(self.details, part[DETAILS_FIELD])
         calls = part.get("tool_calls")
         if isinstance(calls, list):
             for call in calls:
@@ -64,6 +86,30 @@ class _ChoiceState:
             arguments = function.get("arguments")
             if isinstance(arguments, str):
                 slot.arguments.append(arguments)
+        for name in CALL_FIELDS:
+            value = call_field(call, name)
+            if value is not None:
+                slot.fields[name] = value
+
+    def fields(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {name: jsoncodec.join_text(parts) for name, parts in self.texts.items()}
+        fields.update(self.whole)
+        if self.details:
+            fields[DETAILS_FIELD] = self.details
+        return fields
+
+    def tool_calls(self) -> list[ToolCallRef]:
+        return [
+            ToolCallRef(
+                id=slot.id,
+                name=slot.name,
+                arguments=jsoncodec.join_text(slot.arguments),
+                aliases=[short] if (short := litellm_short_id(slot.id)) else [],
+                fields=slot.fields,
+            )
+            for slot in self.calls.values()
+            if slot.id or slot.name
+        ]
 
 
 def json_payloads(data: bytes) -> Iterator[Any]:
@@ -95,8 +141,7 @@ class ChatCompletionsReader:
         data = event.data
         if data == b"[DONE]":
             return
-        # Most chunks carry only answer text; parse just the ones that can matter.
-        if self.response_id is not None and b"reasoning" not in data and b"tool_calls" not in data:
+        if self.response_id is not None and not any(marker in data for marker in _INTERESTING):
             return
         for doc in json_payloads(data):
             self._feed(doc, "delta")
@@ -126,24 +171,18 @@ class ChatCompletionsReader:
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         records = []
         for state in self._choices.values():
-            calls = [
-                ToolCallRef(id=slot.id, name=slot.name, arguments=jsoncodec.join_text(slot.arguments))
-                for slot in state.calls.values()
-                if slot.id
-            ]
-            # A cut stream is only trusted once tool calls began: the reasoning before them is whole.
-            if not state.fields or (not complete and not calls):
-                continue
-            records.append(
-                ReasoningRecord(
-                    wire_format=NAME,
-                    fields={name: jsoncodec.join_text(parts) for name, parts in state.fields.items()},
-                    tool_calls=calls,
-                    response_id=self.response_id,
-                    response_model=self.response_model,
-                    complete=complete,
-                )
+            record = ReasoningRecord(
+                wire_format=NAME,
+                fields=state.fields(),
+                tool_calls=state.tool_calls(),
+                response_id=self.response_id,
+                response_model=self.response_model,
+                complete=complete,
             )
+            has_state = record.has_state or any(call.aliases for call in record.tool_calls)
+            # A cut stream is only trusted once tool calls began: the reasoning before them is whole.
+            if has_state and (complete or record.tool_calls):
+                records.append(record)
         return records
 
 
@@ -160,14 +199,6 @@ def _call_parts(call: dict[str, Any]) -> tuple[str | None, str | None, Any]:
     return call_id, name, function.get("arguments", "")
 
 
-def _find(message: dict[str, Any], cache: CacheView) -> CallHit | None:
-    for call in _tool_calls(message):
-        hit = cache.call(*_call_parts(call))
-        if hit is not None:
-            return hit
-    return None
-
-
 def _is_assistant(message: Any) -> bool:
     return isinstance(message, dict) and message.get("role") == "assistant"
 
@@ -177,7 +208,17 @@ def _has_tool_calls(message: dict[str, Any]) -> bool:
 
 
 def _has_reasoning(message: dict[str, Any]) -> bool:
-    return any(message.get(name) is not None for name in REASONING_FIELDS)
+    return any(not is_missing(name, message.get(name)) for name in MESSAGE_FIELDS)
+
+
+def _first_hit(message: dict[str, Any], cache: CacheView) -> tuple[str | None, CallHit] | None:
+    """The first of a message's tool calls found in the cache: its id as sent, and the hit."""
+    for call in _tool_calls(message):
+        parts = _call_parts(call)
+        hit = cache.call(*parts)
+        if hit is not None:
+            return parts[0], hit
+    return None
 
 
 def _is_split_pair(first: Any, second: Any, cache: CacheView) -> bool:
@@ -188,7 +229,7 @@ def _is_split_pair(first: Any, second: Any, cache: CacheView) -> bool:
         return False
     if second.get("content") not in _EMPTY_CONTENT or _has_reasoning(second):
         return False
-    return _has_reasoning(first) or _find(second, cache) is not None
+    return _has_reasoning(first) or _first_hit(second, cache) is not None
 
 
 def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
@@ -201,7 +242,7 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 
 class ChatCompletions:
     name = NAME
-    text_fields = TEXT_FIELDS
+    text_fields = frozenset({"reasoning_text", "reasoning_content"})
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         if method != "POST":
@@ -248,16 +289,18 @@ class ChatCompletions:
             if message.get("content") == []:
                 message["content"] = None
                 actions.append(RepairAction(kind="content_null", location=f"messages[{index}]", index=index))
-            actions.extend(_restore(index, message, cache))
+            actions.extend(_restore_message(index, message, cache))
+            actions.extend(_restore_calls(index, messages, cache))
         return actions
 
 
-def _restore(index: int, message: dict[str, Any], cache: CacheView) -> list[RepairAction]:
-    hit = _find(message, cache)
-    if hit is None:
+def _restore_message(index: int, message: dict[str, Any], cache: CacheView) -> list[RepairAction]:
+    found = _first_hit(message, cache)
+    if found is None:
         return []
+    call_id, hit = found
     record = hit.record
-    restored = [name for name, value in record.fields.items() if message.get(name) is None]
+    restored = [name for name, value in record.fields.items() if is_missing(name, message.get(name))]
     for name in restored:
         message[name] = record.fields[name]
     if not restored:
@@ -268,8 +311,42 @@ def _restore(index: int, message: dict[str, Any], cache: CacheView) -> list[Repa
             location=f"messages[{index}]",
             index=index,
             fields=restored,
-            tool_call_id=hit.call.id,
+            tool_call_id=call_id or hit.call.id or None,
             response_id=record.response_id,
             via=hit.via,
         )
     ]
+
+
+def _restore_calls(index: int, messages: list[Any], cache: CacheView) -> list[RepairAction]:
+    actions = []
+    for position, call in enumerate(_tool_calls(messages[index])):
+        hit = cache.call(*_call_parts(call))
+        if hit is None:
+            continue
+        location = f"messages[{index}].tool_calls[{position}]"
+        restored = [name for name, value in hit.call.fields.items() if call_field(call, name) is None]
+        for name in restored:
+            set_call_field(call, name, hit.call.fields[name])
+        common = {"location": location, "index": index, "response_id": hit.record.response_id, "via": hit.via}
+        if restored:
+            sent = call.get("id") or hit.call.id or None
+            actions.append(RepairAction(kind="restored", fields=restored, tool_call_id=sent, **common))
+        sent_id = call.get("id")
+        if isinstance(sent_id, str) and _stripped_litellm_id(sent_id, hit.call.id):
+            call["id"] = hit.call.id
+            _rename_tool_results(messages, index, sent_id, hit.call.id)
+            actions.append(RepairAction(kind="id_restored", fields=[sent_id], tool_call_id=hit.call.id, **common))
+    return actions
+
+
+def _stripped_litellm_id(sent: str, captured: str) -> bool:
+    """Whether the client sent a LiteLLM id without (or with a cut-off) signature suffix."""
+    short = litellm_short_id(captured)
+    return short is not None and sent != captured and sent.startswith(short) and captured.startswith(sent)
+
+
+def _rename_tool_results(messages: list[Any], after: int, old: str, new: str) -> None:
+    for message in messages[after + 1 :]:
+        if isinstance(message, dict) and message.get("role") == "tool" and message.get("tool_call_id") == old:
+            message["tool_call_id"] = new

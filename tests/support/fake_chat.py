@@ -1,14 +1,26 @@
-"""Fake chat completions dialects: Copilot serving Gemini, DeepSeek thinking mode, a plain host.
+"""Fake `/chat/completions` providers, each with its real rule and error text.
 
-Chosen by model name, as the real services would see them:
+The dialect is chosen the way the real request would reach each service:
 
-* "gemini-*" is GitHub Copilot serving Gemini: answers carry `reasoning_text`
-  and `reasoning_opaque`; the next request must carry the opaque it issued on
-  every assistant tool-call message of the current turn, and `content: []` is
-  refused with Copilot's `invalid_request_body`.
-* "deepseek-*" is DeepSeek thinking mode: answers carry `reasoning_content`;
-  every assistant tool-call message sent back must carry it.
-* anything else is a plain OpenAI-compatible host with no reasoning rules.
+* path `/v1beta/openai/...`: Gemini's OpenAI-compatible endpoint. The first
+  tool call of a turn carries `extra_content.google.thought_signature`, which
+  must come back on that call; errors are Gemini's, in a JSON array.
+* path `/litellm/...`: a LiteLLM proxy in front of Gemini 3. Signatures ride in
+  `call_<hex>__thought__<signature>` ids and `provider_specific_fields`; when a
+  client loses them LiteLLM sends a dummy signature (answer still 200, marked
+  degraded in the `x-fake-degraded` header).
+* a model with a "/" (`google/gemini-3-pro-preview`, `anthropic/claude-…`):
+  OpenRouter. `reasoning_details` must come back unmodified; errors arrive in
+  OpenRouter's "Provider returned error" wrapper.
+* "gemini-*": GitHub Copilot serving Gemini. `reasoning_opaque` must come back
+  on every assistant tool-call message of the current turn; `content: []` is
+  refused with `invalid_request_body`.
+* "deepseek-*": DeepSeek thinking mode. Every assistant tool-call message must
+  carry `reasoning_content`.
+* anything else: a plain OpenAI-compatible host with no reasoning rules.
+
+A call is recognised by its id, or by its function name and arguments when a
+client rewrote the id (the real services check the signature, not the id).
 """
 
 from __future__ import annotations
@@ -30,13 +42,39 @@ VERTEX_MISSING_SIGNATURE = (
     "missing a `thought_signature`. Learn more: https://docs.cloud.google.com/vertex-ai/generative-ai/docs/"
     "thought-signatures"
 )
+GEMINI_MISSING_SIGNATURE = (
+    "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
+    "correctly, and missing thought_signature may lead to degraded model performance. Additional data, function "
+    "call `default_api:{name}` , position {block}. Please refer to "
+    "https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+)
 DEEPSEEK_MISSING_REASONING = (
     "Missing `reasoning_content` field in the assistant message at message index {index}. For more "
     "information, please refer to https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
 )
+OPENROUTER_GEMINI_DETAILS = (
+    "Gemini models require OpenRouter reasoning details to be preserved in each request. Please refer to our "
+    "docs: https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks. Upstream error: "
+)
+ANTHROPIC_EXPECTED_THINKING = (
+    "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When "
+    "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost "
+    "set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from previous turns. "
+    "To avoid this requirement, disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+)
+# The placeholder LiteLLM sends for Gemini 3 when a call lost its signature.
+LITELLM_DUMMY = base64.b64encode(b"skip_thought_signature_validator").decode()
 
 
-def dialect_of(model: str) -> str:
+def dialect_of(model: str, path: str) -> str:
+    route = path.split("?")[0]
+    if "/openai/" in route:
+        return "gemini_compat"
+    if route.startswith("/litellm/"):
+        return "litellm"
+    if "/" in model:
+        return "openrouter"
     if model.startswith("gemini"):
         return "copilot"
     if model.startswith("deepseek"):
@@ -44,8 +82,11 @@ def dialect_of(model: str) -> str:
     return "plain"
 
 
-def _gemini_block_number(messages: list[dict], position: int) -> int:
-    """1-based index into the Gemini `contents` Copilot builds: system messages leave, tool results merge."""
+def content_block(messages: list[dict], position: int) -> int:
+    """1-based index of a message among the contents Gemini (or Anthropic) builds from a chat.
+
+    System messages leave; consecutive tool results become one block.
+    """
     block = 0
     previous_role = None
     for index, message in enumerate(messages):
@@ -60,77 +101,168 @@ def _gemini_block_number(messages: list[dict], position: int) -> int:
     return block
 
 
+def _signature() -> str:
+    return base64.b64encode(os.urandom(96)).decode()
+
+
+def _fingerprint(call: dict) -> tuple[str, str]:
+    function = call.get("function") or {}
+    try:
+        arguments = json.dumps(json.loads(function.get("arguments") or "{}"), sort_keys=True)
+    except ValueError:
+        arguments = function.get("arguments") or ""
+    return function.get("name", ""), arguments
+
+
+def _current_turn(messages: list[dict]) -> list[tuple[int, dict, list[dict]]]:
+    """The assistant tool-call messages after the last user message: (index, message, calls)."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    return [
+        (i, m, m.get("tool_calls"))
+        for i, m in enumerate(messages)
+        if i > last_user and m.get("role") == "assistant" and m.get("tool_calls")
+    ]
+
+
+def _delta(d: dict, finish: str | None = None) -> dict:
+    return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
+
+
 class ChatDialect:
     name = "chat"
 
     def __init__(self) -> None:
-        self.issued: dict[str, dict[str, str]] = {}  # tool call id -> reasoning fields issued with it
+        self.issued: dict[str, dict[str, Any]] = {}  # tool call id -> reasoning fields issued on its message
+        self.issued_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the call exactly as issued
+        self._by_fingerprint: dict[tuple[str, str], str] = {}
+        self.degraded: list[str] = []  # LiteLLM: ids of calls sent with a dummy signature
         self._lock = threading.Lock()
 
     def matches(self, path: str) -> bool:
         return path.split("?")[0].endswith("/chat/completions")
 
     def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply:
-        error = self.validate(doc)
+        dialect = dialect_of(str(doc.get("model", "")), recorded.path)
+        messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
+        headers: dict[str, str] = {}
+        error = getattr(self, f"_check_{dialect}", lambda *_: None)(messages, headers)
         if error is not None:
             return Reply(error[0], error[1])
-        whole, chunks = self.answer(doc, options)
+        whole, chunks = self.answer(doc, dialect, options)
         if doc.get("stream"):
-            return Reply(200, events=[sse_event(c) for c in chunks] + [sse_event("[DONE]")])
-        return Reply(200, whole)
+            return Reply(200, events=[sse_event(c) for c in chunks] + [sse_event("[DONE]")], headers=headers)
+        return Reply(200, whole, headers=headers)
+
+    def issued_for(self, call: dict) -> tuple[str, dict[str, Any]]:
+        """The id the fake gave a call the client sent back (found by id, else name and arguments), and its fields."""
+        with self._lock:
+            call_id = call.get("id") if call.get("id") in self.issued else self._by_fingerprint.get(_fingerprint(call))
+            return call_id or "", self.issued.get(call_id or "", {})
 
     # rules -----------------------------------------------------------------------------------
-    def validate(self, doc: dict) -> tuple[int, dict] | None:
-        model = str(doc.get("model", ""))
-        messages = doc.get("messages") or []
-        dialect = dialect_of(model)
-        if dialect == "copilot":
-            return self._validate_copilot(messages)
-        if dialect == "deepseek":
-            return self._validate_deepseek(messages)
-        return None
 
-    def _validate_copilot(self, messages: list[dict]) -> tuple[int, dict] | None:
+    def _check_copilot(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
         for message in messages:
             if message.get("role") == "assistant" and message.get("content") == []:
                 return 400, COPILOT_INVALID_BODY
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        for index, message in enumerate(messages):
-            calls = message.get("tool_calls") or []
-            if index < last_user or message.get("role") != "assistant" or not calls:
-                continue
+        for index, message, calls in _current_turn(messages):
             opaque = message.get("reasoning_opaque")
             if opaque is None:
                 name = calls[0].get("function", {}).get("name", "")
-                text = VERTEX_MISSING_SIGNATURE.format(name=name, block=_gemini_block_number(messages, index))
+                text = VERTEX_MISSING_SIGNATURE.format(name=name, block=content_block(messages, index))
                 return 400, {"error": {"message": text, "code": "invalid_request_body"}}
-            issued = self.issued.get(calls[0].get("id", ""), {}).get("reasoning_opaque")
-            if opaque != issued:
+            if opaque != self.issued_for(calls[0])[1].get("reasoning_opaque"):
                 return 400, {"error": {"message": "Thought signature is not valid.", "code": "invalid_request_body"}}
         return None
 
-    def _validate_deepseek(self, messages: list[dict]) -> tuple[int, dict] | None:
+    def _check_deepseek(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
         for index, message in enumerate(messages):
-            if (
-                message.get("role") == "assistant"
-                and message.get("tool_calls")
-                and message.get("reasoning_content") is None
-            ):
-                return 400, {
-                    "error": {
-                        "message": DEEPSEEK_MISSING_REASONING.format(index=index),
-                        "type": "invalid_request_error",
-                        "param": None,
-                        "code": "invalid_request_error",
+            if message.get("role") == "assistant" and message.get("tool_calls"):
+                if message.get("reasoning_content") is None:
+                    text = DEEPSEEK_MISSING_REASONING.format(index=index)
+                    return 400, {
+                        "error": {
+                            "message": text,
+                            "type": "invalid_request_error",
+                            "param": None,
+                            "code": "invalid_request_error",
+                        }
                     }
+        return None
+
+    def _check_openrouter(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
+        turn = _current_turn(messages)
+        for index, message, calls in turn:
+            issued = self.issued_for(calls[0])[1].get("reasoning_details")
+            details = message.get("reasoning_details")
+            if issued is None or details == issued:
+                continue
+            if issued[-1].get("format") == "google-gemini-v1":
+                name = calls[0].get("function", {}).get("name", "")
+                upstream = VERTEX_MISSING_SIGNATURE.format(name=name, block=content_block(messages, index))
+                if details:  # sent, but not as issued
+                    upstream = "Corrupted thought signature."
+                raw = OPENROUTER_GEMINI_DETAILS + json.dumps(
+                    {"error": {"code": 400, "message": upstream, "status": "INVALID_ARGUMENT"}}, indent=2
+                )
+                return 400, _openrouter_error(raw, "Google")
+            if message is turn[-1][1]:  # Anthropic checks the final assistant message
+                position = content_block(messages, index) - 1
+                error = ANTHROPIC_EXPECTED_THINKING.format(index=position)
+                if details:
+                    error = f"messages.{position}.content.0: Invalid `signature` in `thinking` block"
+                raw = json.dumps({"type": "error", "error": {"type": "invalid_request_error", "message": error}})
+                return 400, _openrouter_error(raw, "Anthropic")
+        return None
+
+    def _check_gemini_compat(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
+        for index, _message, calls in _current_turn(messages):
+            issued = self.issued_calls.get(self.issued_for(calls[0])[0], {}).get("extra_content")
+            sent = calls[0].get("extra_content")
+            if issued is None or sent == issued:
+                continue
+            name = calls[0].get("function", {}).get("name", "")
+            text = GEMINI_MISSING_SIGNATURE.format(name=name, block=content_block(messages, index))
+            if sent:
+                text = "Thought signature is not valid."  # PROTOCOLS.md marks this wording UNCONFIRMED
+            return 400, [{"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}]
+        return None
+
+    def _check_litellm(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
+        known_ids = {c.get("id") for m in messages if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
+        for message in messages:
+            if message.get("role") == "tool" and message.get("tool_call_id") not in known_ids:
+                # The fake's own wording, after OpenAI's rule that LiteLLM applies when mapping tool results.
+                text = (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message "
+                    "with 'tool_calls'."
+                )
+                return 400, {
+                    "error": {"message": text, "type": "invalid_request_error", "param": "messages", "code": "400"}
                 }
+        for _index, _message, calls in _current_turn(messages):
+            first = calls[0]
+            issued = self.issued_calls.get(self.issued_for(first)[0], {})
+            signature = (first.get("provider_specific_fields") or {}).get("thought_signature")
+            signature = signature or ((first.get("function") or {}).get("provider_specific_fields") or {}).get(
+                "thought_signature"
+            )
+            if not signature and "__thought__" in (first.get("id") or ""):
+                signature = first["id"].split("__thought__", 1)[1]
+            if not signature:
+                self.degraded.append(first.get("id") or "")
+                headers["x-fake-degraded"] = "dummy-thought-signature"
+                continue
+            if signature != (issued.get("provider_specific_fields") or {}).get("thought_signature"):
+                text = "litellm.BadRequestError: VertexAIException BadRequestError - Thought signature is not valid."
+                return 400, {"error": {"message": text, "type": None, "param": None, "code": "400"}}
         return None
 
     # answers ---------------------------------------------------------------------------------
-    def answer(self, doc: dict, options: Options) -> tuple[dict, list[dict]]:
-        """The whole answer message and the stream chunks that carry it."""
+
+    def answer(self, doc: dict, dialect: str, options: Options) -> tuple[dict, list[dict]]:
+        """The whole answer and the stream chunks that carry it."""
         model = str(doc.get("model", ""))
-        dialect = dialect_of(model)
         messages = doc.get("messages") or []
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         done_steps = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls"))
@@ -143,16 +275,16 @@ class ChatDialect:
             chunk.update(
                 {"id": response_id, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
             )
-        return {
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
+        whole = {
             "id": response_id,
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
-            "choices": [
-                {"index": 0, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop", "message": message}
-            ],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
-        }, chunks
+        }
+        return whole, chunks
 
     def _tool_turn(self, doc: dict, dialect: str, options: Options) -> tuple[dict, list[dict]]:
         tools = [t.get("function", {}).get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
@@ -166,79 +298,141 @@ class ChatDialect:
             for i in range(options.parallel)
         ]
         message: dict[str, Any] = {"role": "assistant", "content": options.content}
-        chunks: list[dict] = []
-
-        def delta(d: dict, finish: str | None = None) -> dict:
-            return {"choices": [{"index": 0, "delta": d, "finish_reason": finish}]}
-
-        if dialect == "copilot":
-            text = f"**Planning**\n\nI should call `{name}` to answer.\n\n"
-            opaque = base64.b64encode(os.urandom(96)).decode()
-            message.update({"reasoning_text": text, "reasoning_opaque": opaque})
-            fields = {"reasoning_opaque": opaque, "reasoning_text": text}
-            half = len(text) // 2
-            chunks += [
-                delta({"content": None, "role": "assistant", "reasoning_text": text[:half]}),
-                delta({"content": None, "role": "assistant", "reasoning_text": text[half:]}),
-            ]
-            chunks += [delta({"content": None, "role": "assistant"}) for _ in range(options.events or 0)]
-            if options.content:
-                chunks.append(delta({"content": options.content, "role": "assistant"}))
-            for i, call in enumerate(calls):
-                d: dict[str, Any] = {"content": None, "role": "assistant", "tool_calls": [{**call, "index": i}]}
-                if i == 0:
-                    d["reasoning_opaque"] = opaque
-                chunks.append(delta(d, "tool_calls" if i == len(calls) - 1 else None))
-        elif dialect == "deepseek":
-            text = f"The user wants a listing. I will call {name}."
-            message["reasoning_content"] = text
-            message["content"] = options.content or ""
-            fields = {"reasoning_content": text}
-            chunks.append(delta({"role": "assistant", "content": None, "reasoning_content": ""}))
-            chunks += [delta({"content": None, "reasoning_content": piece}) for piece in re.findall(r"\S+\s*", text)]
-            chunks += [delta({"content": None, "reasoning_content": ""}) for _ in range(options.events or 0)]
-            for i, call in enumerate(calls):
-                chunks.append(
-                    delta(
-                        {
-                            "tool_calls": [
-                                {
-                                    "index": i,
-                                    "id": call["id"],
-                                    "type": "function",
-                                    "function": {"name": name, "arguments": ""},
-                                }
-                            ]
-                        }
-                    )
-                )
-                arguments = call["function"]["arguments"]
-                for j in range(0, len(arguments), 4):
-                    chunks.append(
-                        delta({"tool_calls": [{"index": i, "function": {"arguments": arguments[j : j + 4]}}]})
-                    )
-            chunks.append(delta({"content": "", "reasoning_content": None}, "tool_calls"))
-        else:
-            fields = {}
-            for i, call in enumerate(calls):
-                chunks.append(delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}))
-            chunks.append(delta({}, "tool_calls"))
+        build = getattr(self, f"_turn_{dialect}", self._turn_plain)
+        fields, chunks = build(message, calls, name, str(doc.get("model", "")), options)
         message["tool_calls"] = calls
         with self._lock:
             for call in calls:
                 self.issued[call["id"]] = fields
+                self.issued_calls[call["id"]] = json.loads(json.dumps(call))
+                self._by_fingerprint[_fingerprint(call)] = call["id"]
         return message, chunks
+
+    def _turn_copilot(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        text = f"**Planning**\n\nI should call `{name}` to answer.\n\n"
+        opaque = _signature()
+        message.update({"reasoning_text": text, "reasoning_opaque": opaque})
+        half = len(text) // 2
+        chunks = [
+            _delta({"content": None, "role": "assistant", "reasoning_text": text[:half]}),
+            _delta({"content": None, "role": "assistant", "reasoning_text": text[half:]}),
+        ]
+        chunks += [_delta({"content": None, "role": "assistant"}) for _ in range(options.events or 0)]
+        if options.content:
+            chunks.append(_delta({"content": options.content, "role": "assistant"}))
+        for i, call in enumerate(calls):
+            d: dict[str, Any] = {"content": None, "role": "assistant", "tool_calls": [{**call, "index": i}]}
+            if i == 0:
+                d["reasoning_opaque"] = opaque
+            chunks.append(_delta(d, "tool_calls" if i == len(calls) - 1 else None))
+        return {"reasoning_opaque": opaque, "reasoning_text": text}, chunks
+
+    def _turn_deepseek(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        text = f"The user wants a listing. I will call {name}."
+        message["reasoning_content"] = text
+        message["content"] = options.content or ""
+        chunks = [_delta({"role": "assistant", "content": None, "reasoning_content": ""})]
+        chunks += [_delta({"content": None, "reasoning_content": piece}) for piece in re.findall(r"\S+\s*", text)]
+        chunks += [_delta({"content": None, "reasoning_content": ""}) for _ in range(options.events or 0)]
+        chunks += _argument_fragments(calls)
+        chunks.append(_delta({"content": "", "reasoning_content": None}, "tool_calls"))
+        return {"reasoning_content": text}, chunks
+
+    def _turn_openrouter(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        text = f"Listing the directory with {name}."
+        signature = _signature()
+        if model.startswith("google/"):
+            fragments = [
+                {"type": "reasoning.text", "text": text[:10], "format": "google-gemini-v1", "index": 0},
+                {"type": "reasoning.text", "text": text[10:], "format": "google-gemini-v1", "index": 0},
+                {
+                    "type": "reasoning.encrypted",
+                    "data": signature,
+                    "id": calls[0]["id"],
+                    "format": "google-gemini-v1",
+                    "index": 0,
+                },
+            ]
+            details = [{**fragments[0], "text": text}, fragments[2]]
+        else:
+            fragments = [
+                {
+                    "type": "reasoning.text",
+                    "text": text[:10],
+                    "signature": "",
+                    "format": "anthropic-claude-v1",
+                    "index": 0,
+                },
+                {"type": "reasoning.text", "text": text[10:], "format": "anthropic-claude-v1", "index": 0},
+                {"type": "reasoning.text", "signature": signature, "format": "anthropic-claude-v1", "index": 0},
+            ]
+            details = [{**fragments[0], "text": text, "signature": signature}]
+        message.update({"reasoning": text, "reasoning_details": details})
+        chunks = [_delta({"role": "assistant", "content": "", "reasoning_details": []})]
+        chunks += [
+            _delta({"role": "assistant", "content": "", "reasoning": f.get("text"), "reasoning_details": [f]})
+            for f in fragments
+        ]
+        chunks += [_delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}) for i, call in enumerate(calls)]
+        chunks.append(_delta({}, "tool_calls"))
+        return {"reasoning_details": details}, chunks
+
+    def _turn_gemini_compat(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        for call in calls:
+            call["id"] = f"function-call-{uuid.uuid4()}"
+        calls[0]["extra_content"] = {"google": {"thought_signature": _signature()}}
+        chunks = [_delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}) for i, call in enumerate(calls)]
+        chunks.append(_delta({}, "tool_calls"))
+        return {}, chunks
+
+    def _turn_litellm(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        signature = _signature()
+        for call in calls:
+            call["id"] = f"call_{uuid.uuid4().hex[:28]}"
+        calls[0]["id"] += f"__thought__{signature}"
+        calls[0]["provider_specific_fields"] = {"thought_signature": signature}
+        chunks = [_delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}) for i, call in enumerate(calls)]
+        chunks.append(_delta({}, "tool_calls"))
+        return {}, chunks
+
+    def _turn_plain(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        chunks = [_delta({"role": "assistant", "tool_calls": [{**call, "index": i}]}) for i, call in enumerate(calls)]
+        chunks.append(_delta({}, "tool_calls"))
+        return {}, chunks
 
     def _final_turn(self, dialect: str, options: Options) -> tuple[dict, list[dict]]:
         words = ["The", " directory", " holds", " two", " files."] + [" More."] * (options.events or 0)
         message: dict[str, Any] = {"role": "assistant", "content": "".join(words)}
-        chunks = [
-            {"choices": [{"index": 0, "delta": {"role": "assistant", "content": w}, "finish_reason": None}]}
-            for w in words
-        ]
+        chunks = [_delta({"role": "assistant", "content": w}) for w in words]
         chunks[-1]["choices"][0]["finish_reason"] = "stop"
         if dialect == "deepseek":
             message["reasoning_content"] = "Summarise the listing."
         return message, chunks
 
 
+def _argument_fragments(calls: list[dict]) -> list[dict]:
+    """Tool calls streamed as DeepSeek does: id and name first, then the arguments four characters at a time."""
+    chunks = []
+    for i, call in enumerate(calls):
+        head = {
+            "index": i,
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["function"]["name"], "arguments": ""},
+        }
+        chunks.append(_delta({"tool_calls": [head]}))
+        arguments = call["function"]["arguments"]
+        for j in range(0, len(arguments), 4):
+            chunks.append(_delta({"tool_calls": [{"index": i, "function": {"arguments": arguments[j : j + 4]}}]}))
+    return chunks
+
+
+def _openrouter_error(raw: str, provider: str) -> dict:
+    return {
+        "error": {
+            "message": "Provider returned error",
+            "code": 400,
+            "metadata": {"raw": raw, "provider_name": provider},
+        },
+        "user_id": "user_fake",
+    }
