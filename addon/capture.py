@@ -13,6 +13,7 @@ from .annotate import add_comment, flow_meta, report_skip
 from .events import Captured, summarize_record
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
+from .records import display_call_id
 from .redact import redact_url
 from .response_tap import ResponseTap
 
@@ -101,7 +102,7 @@ class ResponseCapture:
                     )
                 )
                 names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
-                ids = record.tool_call_ids
+                ids = [display_call_id(call_id) for call_id in record.tool_call_ids]
                 captured.append({"response_id": record.response_id, "fields": names, "tool_call_ids": ids})
                 logger.info(
                     "llm captured %s from %s for %s",

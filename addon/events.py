@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
-from .records import ReasoningRecord, RepairAction
+from .records import ReasoningRecord, RepairAction, display_call_id, split_call_id
 
 logger = logging.getLogger(__name__)
 
@@ -109,16 +109,36 @@ def summarize_record(
     record: ReasoningRecord, text_fields: frozenset[str], include_opaque: bool
 ) -> tuple[dict[str, FieldSummary], list[ToolCallSummary]]:
     """The record's turn fields and its tool calls, as the event log shows them."""
-    calls = [
-        ToolCallSummary(
-            id=call.id,
-            name=call.name,
-            aliases=list(call.aliases),
-            fields=summarize_fields(call.fields, text_fields, include_opaque),
+    calls = []
+    for call in record.tool_calls:
+        fields = dict(call.fields)
+        signature = split_call_id(call.id)[1]
+        if signature is not None:  # decoded from a LiteLLM id, so it is logged like any opaque value
+            fields["id.__thought__"] = signature
+        calls.append(
+            ToolCallSummary(
+                id=call.id if include_opaque else display_call_id(call.id),
+                name=call.name,
+                aliases=list(call.aliases),
+                fields=summarize_fields(fields, text_fields, include_opaque),
+            )
         )
-        for call in record.tool_calls
-    ]
     return summarize_fields(record.fields, text_fields, include_opaque), calls
+
+
+def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[RepairAction]:
+    """Repair actions for the log: ids that carry a signature are shortened unless opaque values are logged."""
+    if include_opaque:
+        return actions
+    return [
+        action.model_copy(
+            update={
+                "tool_call_id": display_call_id(action.tool_call_id) if action.tool_call_id else None,
+                "fields": [display_call_id(name) for name in action.fields],
+            }
+        )
+        for action in actions
+    ]
 
 
 class EventLog:

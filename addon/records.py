@@ -31,6 +31,24 @@ def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
     return "fp:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+# LiteLLM appends a Gemini thought signature to tool call ids: call_<hex>__thought__<signature>.
+SIGNATURE_IN_ID = "__thought__"
+
+
+def split_call_id(call_id: str) -> tuple[str, str | None]:
+    """A tool call id without LiteLLM's signature suffix, and the signature (None when there is none)."""
+    short, mark, signature = call_id.partition(SIGNATURE_IN_ID)
+    return (short, signature) if mark else (call_id, None)
+
+
+def display_call_id(call_id: str) -> str:
+    """A tool call id fit for logs: a signature carried inside it is shortened, not printed."""
+    short, signature = split_call_id(call_id)
+    if signature is None:
+        return call_id
+    return f"{short}{SIGNATURE_IN_ID}<{len(signature)}-char signature>"
+
+
 class ToolCallRef(BaseModel):
     """One tool call of a captured turn, and any reasoning state carried on the call itself."""
 
@@ -113,7 +131,7 @@ class RepairAction(BaseModel):
             f" (tool call {self.tool_call_id}{', matched by name and arguments' if self.via == 'fingerprint' else ''})"
         )
         call = call if self.tool_call_id else ""
-        what = ", ".join(self.fields)
+        what = ", ".join(display_call_id(name) for name in self.fields)
         if self.kind == "restored":
             return f"restored {what} on {self.location}{call}"
         if self.kind == "content_null":

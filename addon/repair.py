@@ -8,7 +8,7 @@ from mitmproxy import http
 
 from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
-from .events import Repaired
+from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext
 from .proxy_config import ProxyConfig
@@ -78,7 +78,7 @@ class RequestRepair:
                 wire_format=wire_format.name,
                 applied=settings.repair,
                 cache_hits=len(cache.found),
-                actions=actions,
+                actions=loggable_actions(actions, settings.log_opaque),
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"

@@ -11,7 +11,7 @@ import pytest
 from addon.formats import CacheView, RepairContext
 from addon.formats.chat_completions import ChatCompletions
 from addon.formats.chat_fields import merge_detail_fragments
-from addon.records import ReasoningRecord, ToolCallRef
+from addon.records import ReasoningRecord, ToolCallRef, display_call_id, split_call_id
 from tests.test_capture_fixtures import tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -247,3 +247,10 @@ def test_reasoning_from_another_model_is_never_replayed(call_id: str) -> None:
     assert "reasoning_opaque" not in doc["messages"][1]
     if call_id == "call_orig":
         assert cache.mismatched == {"call_orig": "gemini-3-pro-preview"}
+
+
+def test_ids_that_carry_a_signature_are_shortened_for_logs() -> None:
+    assert split_call_id(FULL_ID) == (SHORT_ID, "CsoDAePx/140cmKGCh+sig==")
+    assert split_call_id("call_plain") == ("call_plain", None)
+    assert display_call_id(FULL_ID) == f"{SHORT_ID}__thought__<24-char signature>"
+    assert display_call_id("call_plain") == "call_plain"

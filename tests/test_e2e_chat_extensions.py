@@ -83,7 +83,7 @@ def test_gemini_openai_compat_signature_goes_back_on_the_first_call(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_litellm_ids_stripped_by_the_client_are_restored(
-    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str, stream: bool
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, stream: bool
 ) -> None:
     model = "gemini-3-pro-preview"
     proxied = client(proxy.url, api_key, path="/litellm/v1", parallel="2")
@@ -104,6 +104,14 @@ def test_litellm_ids_stripped_by_the_client_are_restored(
     sent = fake.last().doc["messages"]
     assert sent[1]["tool_calls"][0]["id"] == full_id and sent[2]["tool_call_id"] == full_id
     assert sent[1]["tool_calls"][1]["id"] == turn["tool_calls"][1]["id"]
+    # The log decodes the id: the signature inside it is summarised like any opaque value, never printed.
+    short, signature = full_id.split("__thought__")
+    (captured,) = logged_events(proxy_state / "events.jsonl", "captured", short)
+    call = captured["tool_calls"][0]
+    assert call["id"] == f"{short}__thought__<{len(signature)}-char signature>"
+    assert call["fields"]["id.__thought__"]["length"] == len(signature)
+    assert "provider_specific_fields" in call["fields"]
+    assert signature not in (proxy_state / "events.jsonl").read_text()
 
 
 def test_rewritten_ids_fall_back_to_name_and_arguments(

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..records import split_call_id
+
 TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
 WHOLE_FIELDS = ("thought_signature", "extra_content")
 DETAILS_FIELD = "reasoning_details"
@@ -29,7 +31,6 @@ CALL_FIELDS = (
     "function.thought_signature",
     "function.provider_specific_fields",
 )
-LITELLM_SIGNATURE_MARK = "__thought__"
 _DETAIL_IDENTITY = ("type", "index", "format", "id")
 
 
@@ -77,10 +78,9 @@ def set_call_field(call: dict[str, Any], name: str, value: Any) -> None:
 
 
 def litellm_short_id(call_id: str) -> str | None:
-    """The id a client is left with after stripping LiteLLM's signature suffix."""
-    if LITELLM_SIGNATURE_MARK not in call_id:
-        return None
-    return call_id.split(LITELLM_SIGNATURE_MARK, 1)[0]
+    """The id a client is left with after stripping LiteLLM's signature suffix (None if it has none)."""
+    short, signature = split_call_id(call_id)
+    return short if signature is not None else None
 
 
 def is_missing(name: str, value: Any) -> bool:
