@@ -84,7 +84,7 @@ class ResponseCapture:
                 keys = record.keys()
                 if keys:
                     store.put(meta["scope"], keys, record)
-                fields, calls = summarize_record(record, wire_format.text_fields, settings.log_opaque)
+                fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
                 self.config.events.write(
                     Captured(
                         flow_id=flow.id,
@@ -94,7 +94,7 @@ class ResponseCapture:
                         response_id=record.response_id,
                         request_model=record.request_model,
                         response_model=record.response_model,
-                        tool_calls=calls,
+                        tool_calls=summaries,
                         fields=fields,
                         streamed=tap.sse,
                         complete=complete,
@@ -102,16 +102,17 @@ class ResponseCapture:
                     )
                 )
                 names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
-                ids = [display_call_id(call_id) for call_id in record.tool_call_ids]
-                captured.append({"response_id": record.response_id, "fields": names, "tool_call_ids": ids})
+                # Calls without an id (Gemini) are named by their function; the cache keys them by name and arguments.
+                calls = [display_call_id(call.id) if call.id else f"{call.name}()" for call in record.tool_calls]
+                captured.append({"response_id": record.response_id, "fields": names, "tool_calls": calls})
                 logger.info(
                     "llm captured %s from %s for %s",
                     ", ".join(names),
                     url,
-                    f"tool calls {', '.join(ids)}" if ids else "no tool call" + ("" if keys else " (not cached)"),
+                    f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
                 )
             if captured:
                 meta["captured"] = captured
                 fields = sorted({name for entry in captured for name in entry["fields"]})
-                calls = sum(len(entry["tool_call_ids"]) for entry in captured)
-                add_comment(flow, f"llm captured {', '.join(fields)} for {calls} tool call(s)")
+                count = sum(len(entry["tool_calls"]) for entry in captured)
+                add_comment(flow, f"llm captured {', '.join(fields)} for {count} tool call(s)")

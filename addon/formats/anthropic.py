@@ -1,31 +1,381 @@
-"""Placeholder until written: claims no traffic."""
+"""The Anthropic Messages API (`POST /v1/messages`): thinking blocks kept in the assistant's content.
+
+With extended thinking on, a response starts with `thinking` blocks (the text
+and a `signature`) and, rarely, `redacted_thinking` blocks (opaque `data`),
+then `text` and `tool_use` blocks. While a tool loop is in progress the next
+request must carry those blocks back, unchanged, at the start of the assistant
+message that holds the `tool_use` blocks; otherwise the API answers 400
+("a final `assistant` message must start with a thinking block").
+
+Capture keeps every thinking block of a response exactly as the provider built
+it (its keys in the provider's order, its text whole) and links them to the
+response's `tool_use` ids. Repair puts them back into assistant messages of the
+current tool loop that hold `tool_use` blocks and no thinking block at all.
+"""
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
-from ..records import RepairAction
-from .base import CacheView, RepairContext, body_model
+from .. import jsoncodec
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
+from ..sse_parser import SSEEvent
+from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys
+
+NAME = "anthropic_messages"
+THINKING_TYPES = ("thinking", "redacted_thinking")
+BLOCKS_FIELD = "thinking_blocks"  # the thinking blocks of a turn, in order, as the provider sent them
+TEXT_FIELD = "thinking"  # their readable text, for the log only
+# The block types of the whole response, only kept when a thinking block follows a non-thinking
+# block (interleaved thinking), so that the blocks can be put back where they were.
+LAYOUT_FIELD = "thinking_layout"
+TEXT_FIELDS = frozenset({TEXT_FIELD})
+
+# An event can matter only if its data holds one of these; `text_delta` events, the bulk of a
+# stream, hold none of them unless their text does (then they are parsed and ignored).
+_EVENT_MARKERS = (
+    b'"message_start"',
+    b'"content_block_start"',
+    b'"thinking',  # "thinking" blocks and "thinking_delta"
+    b'"signature_delta"',
+    b'"input_json_delta"',
+    b'"content_block_stop"',
+    b'"message_stop"',
+)
+
+
+def json_payloads(data: bytes) -> Iterator[Any]:
+    """The JSON documents in one SSE event's data.
+
+    Some recorded streams lack the blank line between events, which folds many
+    `data:` lines into one event; each line is then a document of its own.
+    """
+    try:
+        yield jsoncodec.loads(data)
+        return
+    except ValueError:
+        if b"\n" not in data:
+            return
+    for line in data.split(b"\n"):
+        try:
+            yield jsoncodec.loads(line)
+        except ValueError:
+            continue
+
+
+def thinking_enabled(doc: Any) -> bool:
+    """Whether a request turns thinking on: any `thinking.type` but "disabled"."""
+    thinking = doc.get("thinking") if isinstance(doc, dict) else None
+    if not isinstance(thinking, dict):
+        return False
+    kind = thinking.get("type")
+    return isinstance(kind, str) and kind != "disabled"
+
+
+def is_thinking_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in THINKING_TYPES
+
+
+@dataclass(slots=True)
+class _Block:
+    """One content block of a response as it is assembled from stream events."""
+
+    start: dict[str, Any]  # the block as content_block_start (or the whole document) gave it
+    thinking: list[str] = field(default_factory=list)
+    signature: list[str] = field(default_factory=list)
+    partial_json: list[str] = field(default_factory=list)
+    stopped: bool = False
+
+    @property
+    def type(self) -> str:
+        kind = self.start.get("type")
+        return kind if isinstance(kind, str) else ""
+
+    def thinking_block(self) -> dict[str, Any]:
+        """The block as the non-streamed response would hold it: deltas appended, keys in place."""
+        block = dict(self.start)
+        if self.thinking:
+            block["thinking"] = jsoncodec.join_text([_text(block.get("thinking")), *self.thinking])
+        if self.signature:
+            block["signature"] = jsoncodec.join_text([_text(block.get("signature")), *self.signature])
+        return block
+
+    def tool_call(self, *, whole: bool) -> ToolCallRef | None:
+        call_id = self.start.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            return None
+        name = self.start.get("name")
+        if not isinstance(name, str) or not whole:
+            # Input cut short: the id still links the call, a name+input fingerprint would be wrong.
+            return ToolCallRef(id=call_id)
+        streamed = jsoncodec.join_text(self.partial_json)
+        arguments = canonical_arguments(streamed if streamed else self.start.get("input", {}))
+        return ToolCallRef(id=call_id, name=name, arguments=arguments)
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+class AnthropicReader:
+    def __init__(self) -> None:
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._ended = False  # message_stop seen, or a whole document read
+
+    def feed_event(self, event: SSEEvent) -> None:
+        data = event.data
+        if not any(marker in data for marker in _EVENT_MARKERS):
+            return
+        # Dispatch on the data's own "type": with blank lines missing, one SSE event holds many.
+        for doc in json_payloads(data):
+            if isinstance(doc, dict):
+                self._event(doc)
+
+    def _event(self, doc: dict[str, Any]) -> None:
+        kind = doc.get("type")
+        if kind == "message_start":
+            self._message(doc.get("message"))
+            return
+        if kind == "message_stop":
+            self._ended = True
+            return
+        index = doc.get("index")
+        if not isinstance(index, int):
+            return
+        if kind == "content_block_start":
+            block = doc.get("content_block")
+            if isinstance(block, dict):
+                self._blocks[index] = _Block(block)
+            return
+        current = self._blocks.get(index)
+        if current is None:
+            return
+        if kind == "content_block_stop":
+            current.stopped = True
+            return
+        delta = doc.get("delta")
+        if kind != "content_block_delta" or not isinstance(delta, dict):
+            return
+        delta_type = delta.get("type")
+        if delta_type == "thinking_delta" and isinstance(delta.get("thinking"), str):
+            current.thinking.append(delta["thinking"])
+        elif delta_type == "signature_delta" and isinstance(delta.get("signature"), str):
+            current.signature.append(delta["signature"])
+        elif delta_type == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            current.partial_json.append(delta["partial_json"])
+
+    def _message(self, message: Any) -> None:
+        if not isinstance(message, dict):
+            return
+        if self.response_id is None and isinstance(message.get("id"), str):
+            self.response_id = message["id"]
+        if self.response_model is None and isinstance(message.get("model"), str):
+            self.response_model = message["model"]
+
+    def feed_document(self, doc: Any) -> None:
+        if not isinstance(doc, dict):
+            return
+        self._message(doc)
+        self._ended = True
+        content = doc.get("content")
+        if not isinstance(content, list):
+            return
+        for index, block in enumerate(content):
+            if isinstance(block, dict):
+                self._blocks[index] = _Block(block, stopped=True)
+
+    def records(self, *, complete: bool) -> list[ReasoningRecord]:
+        # Unless the message ended, only blocks that ended are whole: a thinking block cut before
+        # its stop may lack its signature. (An overloaded_error event can end a stream early.)
+        ended = complete and self._ended
+        blocks = [self._blocks[index] for index in sorted(self._blocks)]
+        blocks = [block for block in blocks if ended or block.stopped or block.type not in THINKING_TYPES]
+        thinking = [block.thinking_block() for block in blocks if block.type in THINKING_TYPES]
+        if not thinking:
+            return []
+        calls = [
+            call
+            for block in blocks
+            if block.type == "tool_use"
+            for call in [block.tool_call(whole=ended or block.stopped)]
+            if call is not None
+        ]
+        fields: dict[str, Any] = {BLOCKS_FIELD: thinking}
+        text = "\n\n".join(b["thinking"] for b in thinking if isinstance(b.get("thinking"), str) and b["thinking"])
+        if text:
+            fields[TEXT_FIELD] = text
+        layout = [block.type for block in blocks]
+        if layout[: len(thinking)] != [b["type"] for b in thinking]:
+            fields[LAYOUT_FIELD] = layout
+        return [
+            ReasoningRecord(
+                wire_format=NAME,
+                fields=fields,
+                tool_calls=calls,
+                response_id=self.response_id,
+                response_model=self.response_model,
+                complete=complete,
+            )
+        ]
+
+
+def _content(message: Any) -> list[Any] | None:
+    """The content block list of an assistant message (None for any other message or shape)."""
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    return content if isinstance(content, list) else None
+
+
+def _tool_uses(content: list[Any]) -> list[dict[str, Any]]:
+    return [block for block in content if isinstance(block, dict) and block.get("type") == "tool_use"]
+
+
+def _use_parts(block: dict[str, Any]) -> tuple[str | None, str | None, Any]:
+    """A request tool_use block's id, name and input."""
+    call_id = block.get("id") if isinstance(block.get("id"), str) else None
+    name = block.get("name") if isinstance(block.get("name"), str) else None
+    return call_id, name, block.get("input", {})
+
+
+def _has_tool_result(message: Any) -> bool:
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def current_turn_start(messages: list[Any]) -> int:
+    """Where the current tool loop begins: just after the last user prompt.
+
+    Consecutive user messages count as one (the API merges them); a user turn
+    that holds a `tool_result` continues the loop instead of starting a new one.
+    """
+    start = index = 0
+    while index < len(messages):
+        if not (isinstance(messages[index], dict) and messages[index].get("role") == "user"):
+            index += 1
+            continue
+        end = index
+        while end < len(messages) and isinstance(messages[end], dict) and messages[end].get("role") == "user":
+            end += 1
+        if not any(_has_tool_result(message) for message in messages[index:end]):
+            start = end
+        index = end
+    return start
+
+
+def repair_targets(messages: list[Any]) -> list[int]:
+    """The assistant messages a repair may give thinking blocks back to.
+
+    Those of the current tool loop plus the last assistant message, which is
+    the one the API checks; earlier, finished turns may omit their thinking
+    and are left as the client sent them. Only messages holding `tool_use`
+    blocks and no thinking block at all qualify: a thinking block the client
+    sent is never touched.
+    """
+    last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    candidates = set(range(current_turn_start(messages), len(messages)))
+    if last is not None:
+        candidates.add(last)
+    targets = []
+    for index in sorted(candidates):
+        content = _content(messages[index])
+        if content and _tool_uses(content) and not any(is_thinking_block(block) for block in content):
+            targets.append(index)
+    return targets
+
+
+def _find(content: list[Any], cache: CacheView) -> CallHit | None:
+    for block in _tool_uses(content):
+        hit = cache.call(*_use_parts(block))
+        if hit is not None:
+            return hit
+    return None
+
+
+def _cached_blocks(record: ReasoningRecord) -> list[dict[str, Any]]:
+    blocks = record.fields.get(BLOCKS_FIELD)
+    if not isinstance(blocks, list) or not blocks or not all(is_thinking_block(b) for b in blocks):
+        return []
+    return copy.deepcopy(blocks)
+
+
+def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any) -> int:
+    """Puts cached thinking blocks back into `content`; returns where the client's first block now is.
+
+    Interleaved blocks go back to their captured places when the client kept
+    every other block of the response in order; otherwise all lead.
+    """
+    if isinstance(layout, list) and len(layout) == len(content) + len(blocks):
+        others = [kind for kind in layout if kind not in THINKING_TYPES]
+        sent = [block.get("type") if isinstance(block, dict) else None for block in content]
+        if others == sent:
+            kept, cached = iter(content), iter(blocks)
+            content[:] = [next(cached) if kind in THINKING_TYPES else next(kept) for kind in layout]
+            return next(i for i, kind in enumerate(layout) if kind not in THINKING_TYPES)
+    content[0:0] = blocks
+    return len(blocks)
 
 
 class AnthropicMessages:
-    name = "anthropic_messages"
-    text_fields: frozenset[str] = frozenset()
+    name = NAME
+    text_fields = TEXT_FIELDS
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
-        return False
+        if method != "POST":
+            return False
+        route = path.split("?", 1)[0].rstrip("/")
+        # OpenAI's Assistants API has /v1/threads/{id}/messages, with no "messages" list in its body.
+        return route.endswith("/messages") and "/threads/" not in route and b'"messages"' in body
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
         return body_model(body, doc)
 
     def may_need_repair(self, body: bytes) -> bool:
-        return False
+        # A repair needs thinking turned on and an assistant tool_use block to give blocks back to.
+        return b'"tool_use"' in body and b'"thinking"' in body
 
-    def reader(self):  # noqa: ANN201
-        raise NotImplementedError
+    def reader(self) -> AnthropicReader:
+        return AnthropicReader()
 
     def lookup_keys(self, doc: Any, model: str | None) -> list[str]:
-        return []
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if not thinking_enabled(doc) or not isinstance(messages, list):
+            return []
+        return [
+            key
+            for index in repair_targets(messages)
+            for block in _tool_uses(messages[index]["content"])
+            for key in call_lookup_keys(model, *_use_parts(block))
+        ]
 
     def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
-        return []
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if not thinking_enabled(doc) or not isinstance(messages, list):
+            return []
+        actions = []
+        for index in repair_targets(messages):
+            content = messages[index]["content"]
+            hit = _find(content, cache)
+            blocks = _cached_blocks(hit.record) if hit is not None else []
+            if hit is None or not blocks:
+                continue
+            first = restore_blocks(content, blocks, hit.record.fields.get(LAYOUT_FIELD))
+            actions.append(
+                RepairAction(
+                    kind="inserted",
+                    location=f"messages[{index}].content[{first}]",
+                    index=index,
+                    fields=[block["type"] for block in blocks],
+                    tool_call_id=hit.call.id,
+                    response_id=hit.record.response_id,
+                    via=hit.via,
+                )
+            )
+        return actions

@@ -1,31 +1,425 @@
-"""Placeholder until written: claims no traffic."""
+"""Gemini's native wire format: `generateContent` and `streamGenerateContent` on the Gemini API and Vertex AI.
+
+Gemini hands its reasoning state back as an opaque `thoughtSignature` on the part it belongs to: the first
+`functionCall` part of each step, or a text part when a step has no function call (Gemini 2.5 signs the first
+answer part, Gemini 3 the last one, in a stream often an empty text part at the very end). The next request must
+carry every signature on the same part of the same model content; Gemini 3 refuses (400) a current-turn step
+whose first function call lacks one.
+
+Function call signatures live on the captured call (`ToolCallRef.fields`) and are found again by
+`functionCall.id` or, since Gemini 3 returns calls without ids and clients invent their own, by name and
+arguments.
+
+Text-part signatures are optional for validation, so they get a simple treatment. A response's signed answer is
+keyed by a hash of its answer text (every non-thought text part, concatenated: clients merge streamed pieces
+into one part), and the record says whether the signature came on the first or on a later answer part. A model
+content whose function calls hit the cache, or without function calls and with the same answer text, gets the
+signature back on its first or its last answer text part, unless one of its non-call parts already carries a
+signature. Requests without any function call are never parsed (see `may_need_repair`), so a text-only
+conversation passes through untouched: parsing every chat to restore an optional value costs more than it gains.
+A signature on a `thought: true` part is not captured; no capture shows one.
+
+When nothing is cached for a Gemini 3 model content of the current turn (everything after the most recent user
+content with a part that is not a `functionResponse`) and its first function call still has no signature, the
+`llm_signature_placeholder` setting decides: Google's documented dummy value (literal on Vertex AI paths, base64
+on the Gemini API), nothing, or a value of the user's choosing. Every placeholder is reported as degraded.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import base64
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from ..records import RepairAction
-from .base import CacheView, RepairContext, body_model
+from .. import jsoncodec
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
+from ..sse_parser import SSEEvent
+from .base import CacheView, CallHit, RepairContext, call_lookup_keys
+
+NAME = "gemini_native"
+SIGNATURE = "thoughtSignature"
+SIGNATURE_SNAKE = "thought_signature"
+SIGNATURE_KEYS = (SIGNATURE, SIGNATURE_SNAKE)
+FUNCTION_CALL_KEYS = ("functionCall", "function_call")
+FUNCTION_RESPONSE_KEYS = ("functionResponse", "function_response")
+# Record field saying which answer text part carried a text signature: "first" or "last".
+SIGNED_TEXT_PART = "signedTextPart"
+TEXT_KEY_PREFIX = "gemini-text:"
+METHODS = (":generateContent", ":streamGenerateContent")
+# Google's documented dummy signature; the Gemini API has taken it base64-encoded, Vertex AI as the literal text.
+PLACEHOLDER_PHRASE = "skip_thought_signature_validator"
+PLACEHOLDER_BASE64 = base64.b64encode(PLACEHOLDER_PHRASE.encode()).decode()
+# Part keys that only a snake_case request uses; such a request gets `thought_signature` on its text parts.
+_SNAKE_PART_KEYS = frozenset({"function_call", "function_response", SIGNATURE_SNAKE, "inline_data", "file_data"})
+# Chunks holding one of these are read; others (answer text) only when a text signature may need their text.
+_STATE_MARKERS = (b"ignature", b"unctionCall", b"unction_call")
+
+
+def path_model(path: str) -> str | None:
+    """The model named in a `…/models/{model}:method` path."""
+    route = path.split("?", 1)[0]
+    head, colon, _ = route.rpartition(":")
+    _, found, model = head.rpartition("/models/")
+    if not colon or not found or not model or "/" in model:
+        return None
+    return model
+
+
+def text_key(answer: str) -> str:
+    """The cache key of a signed answer: its answer text, hashed (the record itself is bound to the model)."""
+    return TEXT_KEY_PREFIX + hashlib.sha256(answer.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def part_signature(part: dict[str, Any]) -> str | None:
+    for key in SIGNATURE_KEYS:
+        value = part.get(key)
+        if isinstance(value, str):
+            return value
+    return None
+
+
+def has_signature(part: dict[str, Any]) -> bool:
+    """Whether the client put any value in a signature field (null counts as none)."""
+    return any(part.get(key) is not None for key in SIGNATURE_KEYS)
+
+
+def function_call(part: dict[str, Any]) -> dict[str, Any] | None:
+    for key in FUNCTION_CALL_KEYS:
+        call = part.get(key)
+        if isinstance(call, dict):
+            return call
+    return None
+
+
+def is_answer_text(part: Any) -> bool:
+    return isinstance(part, dict) and isinstance(part.get("text"), str) and part.get("thought") is not True
+
+
+def call_parts(call: dict[str, Any]) -> tuple[str | None, str | None, Any]:
+    """A function call's id, name and arguments (absent arguments are the empty object)."""
+    call_id = call.get("id") if isinstance(call.get("id"), str) else None
+    name = call.get("name") if isinstance(call.get("name"), str) else None
+    arguments = call.get("args")
+    return call_id, name, {} if arguments is None else arguments
+
+
+def json_documents(data: bytes) -> Iterator[Any]:
+    """The JSON documents in one SSE event's data: one, or one per line when a stream lacks blank lines."""
+    try:
+        yield jsoncodec.loads(data)
+        return
+    except ValueError:
+        if b"\n" not in data:
+            return
+    for line in data.split(b"\n"):
+        try:
+            yield jsoncodec.loads(line)
+        except ValueError:
+            continue
+
+
+@dataclass(slots=True)
+class _CandidateState:
+    calls: list[ToolCallRef] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)  # non-thought text parts, in order
+    text_signature: str | None = None
+    signed_part: Literal["first", "last"] = "first"
+
+    def add(self, part: dict[str, Any]) -> None:
+        signature = part_signature(part)
+        call = function_call(part)
+        if call is not None:
+            call_id, name, arguments = call_parts(call)
+            self.calls.append(
+                ToolCallRef(
+                    id=call_id or "",
+                    name=name or "",
+                    arguments=canonical_arguments(arguments),
+                    fields={SIGNATURE: signature} if signature is not None else {},
+                )
+            )
+            return
+        if not is_answer_text(part):
+            return
+        if signature is not None and self.text_signature is None:
+            self.text_signature = signature
+            self.signed_part = "last" if self.answer else "first"
+        self.answer.append(part["text"])
+
+
+class GeminiReader:
+    """Reads one `GenerateContentResponse`, a stream of them (each SSE `data:` is whole), or a JSON array of them."""
+
+    def __init__(self) -> None:
+        # Raw chunks are parsed in `records`: answer-text chunks only matter once some chunk held a signature.
+        self._chunks: list[tuple[bytes | Any, bool]] = []  # (raw data or parsed document, holds state markers)
+        self._signature_seen = False
+
+    def feed_event(self, event: SSEEvent) -> None:
+        data = event.data
+        marked = any(marker in data for marker in _STATE_MARKERS)
+        if marked or b'"text"' in data:
+            self._chunks.append((data, marked))
+        self._signature_seen = self._signature_seen or b"ignature" in data
+
+    def feed_document(self, doc: Any) -> None:
+        # streamGenerateContent without alt=sse answers with a JSON array of responses.
+        for item in doc if isinstance(doc, list) else [doc]:
+            self._chunks.append((item, True))
+
+    def records(self, *, complete: bool) -> list[ReasoningRecord]:
+        states: dict[int, _CandidateState] = {}
+        response_id: str | None = None
+        response_model: str | None = None
+        for chunk, marked in self._chunks:
+            if not isinstance(chunk, bytes):
+                docs: Any = [chunk]
+            elif marked or self._signature_seen:
+                docs = json_documents(chunk)
+            else:
+                continue
+            for doc in docs:
+                if not isinstance(doc, dict):
+                    continue
+                if response_id is None and isinstance(doc.get("responseId"), str):
+                    response_id = doc["responseId"]
+                if response_model is None and isinstance(doc.get("modelVersion"), str):
+                    response_model = doc["modelVersion"]
+                _read_candidates(doc.get("candidates"), states)
+        records = []
+        for state in states.values():
+            # The text of a cut stream is not the text the client will send back.
+            text_signed = state.text_signature is not None and complete
+            if not text_signed and not any(call.fields for call in state.calls):
+                continue
+            answer = jsoncodec.join_text(state.answer)
+            fields = {SIGNATURE: state.text_signature, SIGNED_TEXT_PART: state.signed_part} if text_signed else {}
+            records.append(
+                ReasoningRecord(
+                    wire_format=NAME,
+                    fields=fields,
+                    tool_calls=state.calls,
+                    extra_keys=[text_key(answer)] if text_signed and answer else [],
+                    response_id=response_id,
+                    response_model=response_model,
+                    complete=complete,
+                )
+            )
+        return records
+
+
+def _read_candidates(candidates: Any, states: dict[int, _CandidateState]) -> None:
+    if not isinstance(candidates, list):
+        return
+    for position, candidate in enumerate(candidates):
+        if not isinstance(candidate, dict):
+            continue
+        content = candidate.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not isinstance(parts, list):
+            continue
+        index = candidate.get("index")
+        state = states.setdefault(index if isinstance(index, int) else position, _CandidateState())
+        for part in parts:
+            if isinstance(part, dict):
+                state.add(part)
+
+
+def _is_model(content: Any) -> bool:
+    return isinstance(content, dict) and content.get("role") == "model" and isinstance(content.get("parts"), list)
+
+
+def _is_ordinary_user(content: Any) -> bool:
+    """A user content with something other than function results: where the current turn begins."""
+    if not isinstance(content, dict) or content.get("role") == "model":
+        return False
+    parts = content.get("parts")
+    if not isinstance(parts, list):
+        return False
+    return any(isinstance(p, dict) and not any(k in p for k in FUNCTION_RESPONSE_KEYS) for p in parts)
+
+
+def current_turn_start(contents: list[Any]) -> int:
+    """The index after the most recent user content with an ordinary part: Gemini validates from there on."""
+    for index in range(len(contents) - 1, -1, -1):
+        if _is_ordinary_user(contents[index]):
+            return index + 1
+    return 0
+
+
+def _answer_text(parts: list[Any]) -> str:
+    return jsoncodec.join_text([part["text"] for part in parts if is_answer_text(part)])
+
+
+def _call_positions(parts: list[Any]) -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
+    """(position, part, functionCall) of every function call part."""
+    found = []
+    for position, part in enumerate(parts):
+        call = function_call(part) if isinstance(part, dict) else None
+        if call is not None:
+            found.append((position, part, call))
+    return found
+
+
+def uses_snake_case(contents: list[Any]) -> bool:
+    return any(
+        isinstance(part, dict) and not _SNAKE_PART_KEYS.isdisjoint(part)
+        for content in contents
+        if isinstance(content, dict) and isinstance(content.get("parts"), list)
+        for part in content["parts"]
+    )
+
+
+def signature_key(part: dict[str, Any], snake: bool) -> str:
+    """The spelling to write a signature in: the part's own, else the request's."""
+    if SIGNATURE_SNAKE in part:
+        return SIGNATURE_SNAKE
+    if SIGNATURE in part or "functionCall" in part:
+        return SIGNATURE
+    return SIGNATURE_SNAKE if snake or "function_call" in part else SIGNATURE
+
+
+def placeholder_value(context: RepairContext) -> str | None:
+    """What to send for a signature nothing was cached for, or None when no placeholder is wanted."""
+    model = context.model or path_model(context.path) or ""
+    if "gemini-3" not in model or context.placeholder == "off":
+        return None
+    if context.placeholder == "auto":
+        return PLACEHOLDER_PHRASE if "/projects/" in context.path.split("?", 1)[0] else PLACEHOLDER_BASE64
+    return context.placeholder
 
 
 class GeminiNative:
-    name = "gemini_native"
-    text_fields: frozenset[str] = frozenset()
+    name = NAME
+    text_fields = frozenset({SIGNED_TEXT_PART})
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
-        return False
+        if method != "POST":
+            return False
+        route = path.split("?", 1)[0]
+        return route.endswith(METHODS) and "/models/" in route and b'"contents"' in body
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
-        return body_model(body, doc)
+        return path_model(path)
 
     def may_need_repair(self, body: bytes) -> bool:
-        return False
+        # Every repair hangs on a function call: its signature, a placeholder, or the text signature of a
+        # history that holds one (text-only histories are left alone, see the module docstring).
+        return b'"functionCall"' in body or b'"function_call"' in body
 
-    def reader(self):  # noqa: ANN201
-        raise NotImplementedError
+    def reader(self) -> GeminiReader:
+        return GeminiReader()
 
     def lookup_keys(self, doc: Any, model: str | None) -> list[str]:
-        return []
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        if not isinstance(contents, list):
+            return []
+        keys: list[str] = []
+        for content in contents:
+            if not _is_model(content):
+                continue
+            calls = _call_positions(content["parts"])
+            if calls:
+                keys += [key for _, _, call in calls for key in call_lookup_keys(model, *call_parts(call))]
+            elif answer := _answer_text(content["parts"]):
+                keys.append(text_key(answer))
+        return list(dict.fromkeys(keys))
 
     def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        if not isinstance(contents, list):
+            return []
+        snake = uses_snake_case(contents)
+        actions: list[RepairAction] = []
+        for index, content in enumerate(contents):
+            if _is_model(content):
+                actions += _restore(index, content["parts"], cache, snake)
+        placeholder = placeholder_value(context)
+        if placeholder is None:
+            return actions
+        for index in range(current_turn_start(contents), len(contents)):
+            content = contents[index]
+            calls = _call_positions(content["parts"]) if _is_model(content) else []
+            if not calls or has_signature(calls[0][1]):
+                continue
+            position, part, call = calls[0]
+            key = signature_key(part, snake)
+            part[key] = placeholder
+            actions.append(
+                RepairAction(
+                    kind="placeholder",
+                    location=f"contents[{index}].parts[{position}]",
+                    index=index,
+                    fields=[key],
+                    tool_call_id=call_parts(call)[0],
+                    degraded=True,
+                )
+            )
+        return actions
+
+
+def _restore(index: int, parts: list[Any], cache: CacheView, snake: bool) -> list[RepairAction]:
+    actions: list[RepairAction] = []
+    # A signature goes on one part only, even when two calls share name and arguments (one fingerprint).
+    present = {part_signature(part) for part in parts if isinstance(part, dict)} - {None}
+    first_hit: CallHit | None = None
+    calls = _call_positions(parts)
+    for position, part, call in calls:
+        call_id, name, arguments = call_parts(call)
+        hit = cache.call(call_id, name, arguments)
+        if hit is None:
+            continue
+        first_hit = first_hit or hit
+        signature = hit.call.fields.get(SIGNATURE)
+        if not isinstance(signature, str) or has_signature(part) or signature in present:
+            continue
+        key = signature_key(part, snake)
+        part[key] = signature
+        present.add(signature)
+        actions.append(
+            RepairAction(
+                kind="restored",
+                location=f"contents[{index}].parts[{position}]",
+                index=index,
+                fields=[key],
+                tool_call_id=call_id or hit.call.id or None,
+                response_id=hit.record.response_id,
+                via=hit.via,
+            )
+        )
+    if first_hit is not None:
+        record = first_hit.record
+    elif not calls and (answer := _answer_text(parts)):
+        record = cache.record(text_key(answer))
+    else:
+        record = None
+    if record is not None:
+        actions += _restore_text(index, parts, record, present, snake)
+    return actions
+
+
+def _restore_text(
+    index: int, parts: list[Any], record: ReasoningRecord, present: set[str | None], snake: bool
+) -> list[RepairAction]:
+    signature = record.fields.get(SIGNATURE)
+    if not isinstance(signature, str) or signature in present:
         return []
+    if any(isinstance(p, dict) and function_call(p) is None and has_signature(p) for p in parts):
+        return []
+    answers = [position for position, part in enumerate(parts) if is_answer_text(part)]
+    if not answers:
+        return []
+    position = answers[0] if record.fields.get(SIGNED_TEXT_PART) == "first" else answers[-1]
+    key = signature_key(parts[position], snake)
+    parts[position][key] = signature
+    return [
+        RepairAction(
+            kind="restored",
+            location=f"contents[{index}].parts[{position}]",
+            index=index,
+            fields=[key],
+            response_id=record.response_id,
+        )
+    ]
