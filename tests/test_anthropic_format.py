@@ -14,8 +14,8 @@ from addon.cache.sqlite_store import SQLiteStore
 from addon.formats import CacheView, RepairContext, claim
 from addon.formats.anthropic import AnthropicMessages
 from addon.records import ReasoningRecord, ToolCallRef, canonical_arguments
-from addon.response_tap import ResponseTap
 from addon.sse_parser import SSEEvent
+from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
 STREAMS = sorted(FIXTURES.glob("*.sse"))
@@ -33,32 +33,16 @@ THINKING = {
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"}
 
 
+def tap_records(raw: bytes, **options) -> list[ReasoningRecord]:
+    return capture.tap_records(FORMAT, raw, **options)
+
+
 def json_of(value: object) -> str:
     """JSON with the keys in their order: equal only when the blocks are identical key for key."""
     return json.dumps(value, ensure_ascii=False)
 
 
 # capture -------------------------------------------------------------------------------------
-def pieces(raw: bytes, size: int | None) -> list[bytes]:
-    return [raw] if size is None else [raw[i : i + size] for i in range(0, len(raw), size)]
-
-
-def tap_records(raw: bytes, *, sse: bool, size: int | None, complete: bool = True) -> list[ReasoningRecord]:
-    reader = FORMAT.reader()
-    finished: list[bool] = []
-    tap = ResponseTap(
-        reader, sse=sse, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: finished.append(c)
-    )
-    for piece in pieces(raw, size):
-        assert tap(piece) is piece  # the client gets every piece as it came
-    if complete:
-        assert tap(b"") == b""
-    else:
-        tap.finish(complete=False)
-    assert finished == [complete] and tap.problem is None
-    return reader.records(complete=complete)
-
-
 def oracle_from_lines(raw: bytes) -> dict:
     """What a careful reader gets from a stream, written the simplest possible way (one JSON per data: line)."""
     blocks: dict[int, dict] = {}

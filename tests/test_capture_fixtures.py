@@ -12,7 +12,7 @@ import zstandard
 
 from addon.formats.chat_completions import ChatCompletions
 from addon.records import ReasoningRecord
-from addon.response_tap import ResponseTap
+from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Text-field streams, which the simple oracle below can read; every chat stream must chunk the same.
@@ -22,28 +22,8 @@ DOCUMENTS = sorted(FIXTURES.glob("deepseek/*_response_200.json"))
 FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
 
 
-def pieces(raw: bytes, size: int | None) -> list[bytes]:
-    if size is None:
-        return [raw]
-    return [raw[i : i + size] for i in range(0, len(raw), size)]
-
-
-def tap_records(raw: bytes, *, sse: bool, size: int | None, encoding: str | None = None) -> list[ReasoningRecord]:
-    reader = ChatCompletions().reader()
-    finished: list[bool] = []
-    tap = ResponseTap(
-        reader,
-        sse=sse,
-        content_encoding=encoding,
-        read=True,
-        keep_body=False,
-        on_finish=lambda t, c: finished.append(c),
-    )
-    for piece in pieces(raw, size):
-        assert tap(piece) is piece  # the client gets every piece as it came
-    assert tap(b"") == b""
-    assert finished == [True] and tap.problem is None
-    return reader.records(complete=True)
+def tap_records(raw: bytes, **options) -> list[ReasoningRecord]:
+    return capture.tap_records(ChatCompletions(), raw, **options)
 
 
 def oracle(lines: list[dict]) -> dict:
@@ -163,17 +143,9 @@ def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
     lines = [line for line in stub.split(b"\n") if line]
     raw = b"\n\n".join(lines) + b"\n\n"  # the stub lacks blank lines; give it real wire framing
     reasoning_only = b"\n\n".join(line for line in lines if b"tool_calls" not in line and b"[DONE]" not in line)
-    reader = ChatCompletions().reader()
-    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
-    tap(reasoning_only[: len(reasoning_only) // 2])
-    tap.finish(complete=False)
-    assert reader.records(complete=False) == []
+    assert tap_records(reasoning_only[: len(reasoning_only) // 2], sse=True, complete=False) == []
 
-    reader = ChatCompletions().reader()
-    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
-    first_call = raw.index(b"call_01_")  # cut inside the second tool call
-    tap(raw[:first_call])
-    tap.finish(complete=False)
-    (record,) = reader.records(complete=False)
+    second_call = raw.index(b"call_01_")  # cut inside the second tool call
+    (record,) = tap_records(raw[:second_call], sse=True, complete=False)
     assert record.tool_call_ids == ["call_00_xzVVyar4M7TXmqAvwt5lz3v2"]
     assert record.complete is False

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from addon import jsoncodec
-from addon.formats.chat_completions import ChatCompletions
 from addon.formats import CacheView, RepairContext
+from addon.formats.chat_completions import ChatCompletions
 from addon.records import ReasoningRecord, ToolCallRef
 
 FIXTURES = Path(__file__).parent / "fixtures"

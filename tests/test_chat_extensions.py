@@ -78,10 +78,14 @@ def test_details_are_put_back_unmodified_and_empty_counts_as_missing() -> None:
     raw = (FIXTURES / "openrouter/openrouter_rs_gemini3flash_tool_call_reasoning_encrypted_response.json").read_bytes()
     (record,) = tap_records(raw, sse=False, size=None)
     call = {"id": "tool_123", "type": "function", "function": {"name": "test", "arguments": "{}"}}
-    doc = {"model": "google/gemini-3-flash-preview", "messages": [
-        {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "", "reasoning_details": [], "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": "tool_123", "content": "ok"}]}  # fmt: skip
+    doc = {
+        "model": "google/gemini-3-flash-preview",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "reasoning_details": [], "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "tool_123", "content": "ok"},
+        ],
+    }
     actions = FORMAT.repair(doc, view(doc, [record]), CONTEXT)
     assert doc["messages"][1]["reasoning_details"] == json.loads(raw)["choices"][0]["message"]["reasoning_details"]
     assert [a.describe() for a in actions] == ["restored reasoning_details on messages[1] (tool call tool_123)"]
@@ -129,20 +133,41 @@ def test_old_message_level_extra_content_comes_back_for_a_rewritten_id() -> None
 
 
 def gemini3_turn() -> dict:
-    return {"id": "r1", "model": "gemini-3-pro-preview", "choices": [{"index": 0, "message": {
-        "role": "assistant", "tool_calls": [
-            {"extra_content": {"google": {"thought_signature": "SIG-A"}}, "id": "function-call-1", "type": "function",
-             "function": {"name": "get_temp", "arguments": "{\"location\":\"Paris\"}"}},
-            {"id": "function-call-2", "type": "function",
-             "function": {"name": "get_temp", "arguments": "{\"location\":\"London\"}"}}]}}]}  # fmt: skip
+    return {
+        "id": "r1",
+        "model": "gemini-3-pro-preview",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "extra_content": {"google": {"thought_signature": "SIG-A"}},
+                            "id": "function-call-1",
+                            "type": "function",
+                            "function": {"name": "get_temp", "arguments": '{"location":"Paris"}'},
+                        },
+                        {
+                            "id": "function-call-2",
+                            "type": "function",
+                            "function": {"name": "get_temp", "arguments": '{"location":"London"}'},
+                        },
+                    ],
+                },
+            }
+        ],
+    }
 
 
 def test_per_call_signature_goes_back_on_its_own_call_only() -> None:
     (record,) = tap_records(json.dumps(gemini3_turn()).encode(), sse=False, size=None)
     calls = copy.deepcopy(gemini3_turn()["choices"][0]["message"]["tool_calls"])
     del calls[0]["extra_content"]
-    doc = {"model": "gemini-3-pro-preview", "messages": [{"role": "user", "content": "weather?"},
-           {"role": "assistant", "tool_calls": calls}]}  # fmt: skip
+    doc = {
+        "model": "gemini-3-pro-preview",
+        "messages": [{"role": "user", "content": "weather?"}, {"role": "assistant", "tool_calls": calls}],
+    }
     actions = FORMAT.repair(doc, view(doc, [record]), CONTEXT)
     sent = doc["messages"][1]["tool_calls"]
     assert sent[0]["extra_content"] == {"google": {"thought_signature": "SIG-A"}}
@@ -168,10 +193,26 @@ SHORT_ID = "call_00d09e4f03654b668abe3e361f1e"
 
 
 def litellm_record() -> ReasoningRecord:
-    turn = {"id": "r", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [{
-        "index": 0, "type": "function", "id": FULL_ID,
-        "provider_specific_fields": {"thought_signature": "CsoDAePx/140cmKGCh+sig=="},
-        "function": {"name": "calculator", "arguments": "{\"x\": 1}"}}]}}]}  # fmt: skip
+    turn = {
+        "id": "r",
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "type": "function",
+                            "id": FULL_ID,
+                            "provider_specific_fields": {"thought_signature": "CsoDAePx/140cmKGCh+sig=="},
+                            "function": {"name": "calculator", "arguments": '{"x": 1}'},
+                        }
+                    ],
+                },
+            }
+        ],
+    }
     (record,) = tap_records(json.dumps(turn).encode(), sse=False, size=None)
     return record
 
@@ -180,9 +221,14 @@ def litellm_history(sent_id: str, with_fields: bool = False) -> dict:
     call = {"id": sent_id, "type": "function", "function": {"name": "calculator", "arguments": '{"x": 1}'}}
     if with_fields:
         call["provider_specific_fields"] = {"thought_signature": "theirs"}
-    return {"model": "gemini-3-pro-preview", "messages": [
-        {"role": "user", "content": "add"}, {"role": "assistant", "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": sent_id, "content": "2"}]}  # fmt: skip
+    return {
+        "model": "gemini-3-pro-preview",
+        "messages": [
+            {"role": "user", "content": "add"},
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": sent_id, "content": "2"},
+        ],
+    }
 
 
 def test_litellm_ids_are_keyed_by_their_short_form() -> None:
@@ -216,13 +262,19 @@ def test_full_litellm_id_and_client_fields_are_left_alone() -> None:
 
 def copilot_record(model: str | None) -> ReasoningRecord:
     return ReasoningRecord(
-        wire_format="chat_completions", fields={"reasoning_opaque": "OPQ"}, request_model=model,
-        tool_calls=[ToolCallRef(id="call_orig", name="ls", arguments='{"path": "."}')])  # fmt: skip
+        wire_format="chat_completions",
+        fields={"reasoning_opaque": "OPQ"},
+        request_model=model,
+        tool_calls=[ToolCallRef(id="call_orig", name="ls", arguments='{"path": "."}')],
+    )
 
 
 def copilot_history(call_id: str, model: str, arguments: str = '{"path":"."}') -> dict:
-    return {"model": model, "messages": [{"role": "user", "content": "ls"}, {"role": "assistant", "content": None,
-            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": "ls", "arguments": arguments}}]}]}  # fmt: skip
+    call = {"id": call_id, "type": "function", "function": {"name": "ls", "arguments": arguments}}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "ls"}, {"role": "assistant", "tool_calls": [call]}],
+    }
 
 
 def test_rewritten_id_falls_back_to_name_and_canonical_arguments() -> None:

@@ -9,7 +9,7 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, logged_events, second_turn
+from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, logged_events, second_turn
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
 
@@ -62,7 +62,7 @@ def test_openrouter_request_that_needs_nothing_is_byte_identical(
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_gemini_openai_compat_signature_goes_back_on_the_first_call(
-    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str, stream: bool
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, stream: bool
 ) -> None:
     model = "gemini-3-pro-preview"
     proxied = client(proxy.url, api_key, path="/v1beta/openai", parallel="2")
@@ -79,6 +79,12 @@ def test_gemini_openai_compat_signature_goes_back_on_the_first_call(
     sent = fake.last().doc["messages"][1]["tool_calls"]
     assert sent[0]["extra_content"] == fake.chat.issued_calls[first]["extra_content"]
     assert "extra_content" not in sent[1] and sent[1]["id"] == second
+    (captured,) = logged_events(proxy_state / "events.jsonl", "captured", first)
+    assert list(captured["tool_calls"][0]["fields"]) == ["extra_content"]
+    (repaired,) = logged_events(proxy_state / "events.jsonl", "repaired", first)
+    assert [(a["location"], a["fields"]) for a in repaired["actions"]] == [
+        ("messages[1].tool_calls[0]", ["extra_content"])
+    ]
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])

@@ -13,7 +13,7 @@ import pytest
 from addon.formats import CacheView, RepairContext
 from addon.formats.gemini import GeminiNative, text_key
 from addon.records import ReasoningRecord, ToolCallRef
-from addon.response_tap import ResponseTap
+from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
 FORMAT = GeminiNative()
@@ -26,34 +26,12 @@ TEXT_SIGNED = "pydanticai_gemini25pro_stream_thought_parts_text_signature_0_resp
 STREAMS = sorted(FIXTURES.glob("*.sse"))
 
 
+def tap_records(raw: bytes, **options) -> list[ReasoningRecord]:
+    return capture.tap_records(FORMAT, raw, **options)
+
+
 def load(name: str) -> dict:
     return json.loads((FIXTURES / name).read_text())
-
-
-def pieces(raw: bytes, size: int | None) -> list[bytes]:
-    if size is None:
-        return [raw]
-    return [raw[i : i + size] for i in range(0, len(raw), size)]
-
-
-def tap_records(
-    raw: bytes, *, sse: bool, size: int | None = None, encoding: str | None = None
-) -> list[ReasoningRecord]:
-    reader = FORMAT.reader()
-    finished: list[bool] = []
-    tap = ResponseTap(
-        reader,
-        sse=sse,
-        content_encoding=encoding,
-        read=True,
-        keep_body=False,
-        on_finish=lambda t, c: finished.append(c),
-    )
-    for piece in pieces(raw, size):
-        assert tap(piece) is piece
-    assert tap(b"") == b""
-    assert finished == [True] and tap.problem is None
-    return reader.records(complete=True)
 
 
 def sse_documents(raw: bytes) -> list[dict]:
@@ -192,20 +170,12 @@ def test_json_array_stream_without_alt_sse() -> None:
 
 
 def test_cut_stream_keeps_signed_calls_and_drops_text_signatures() -> None:
-    reader = FORMAT.reader()
-    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
     raw = (FIXTURES / f"{ROUNDTRIP}_0_response_200.sse").read_bytes()
-    tap(raw[: raw.index(b"\r\n\r\n") + 4])
-    tap.finish(complete=False)
-    (record,) = reader.records(complete=False)
+    (record,) = tap_records(raw[: raw.index(b"\r\n\r\n") + 4], sse=True, complete=False)
     assert record.complete is False and record.tool_calls[0].fields
 
-    reader = FORMAT.reader()
-    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
     raw = (FIXTURES / TEXT_SIGNED).read_bytes()
-    tap(raw[: len(raw) // 2])
-    tap.finish(complete=False)
-    assert reader.records(complete=False) == []
+    assert tap_records(raw[: len(raw) // 2], sse=True, complete=False) == []
 
 
 # claims ----------------------------------------------------------------------------------------

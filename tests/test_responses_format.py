@@ -15,8 +15,8 @@ from addon.formats import CacheView, RepairContext, claim
 from addon.formats import responses as responses_module
 from addon.formats.responses import Responses
 from addon.records import ReasoningRecord, ToolCallRef
-from addon.response_tap import ResponseTap
 from addon.sse_parser import SSEEvent
+from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai-responses"
 STREAMS = sorted(FIXTURES.glob("*.sse"))
@@ -32,23 +32,8 @@ CONTEXT = RepairContext(path="/v1/responses", model=MODEL)
 # --- capture ---------------------------------------------------------------------------------------
 
 
-def pieces(raw: bytes, size: int | None) -> list[bytes]:
-    if size is None:
-        return [raw]
-    return [raw[i : i + size] for i in range(0, len(raw), size)]
-
-
-def tap_records(raw: bytes, *, sse: bool, size: int | None, complete: bool = True) -> list[ReasoningRecord]:
-    reader = FORMAT.reader()
-    tap = ResponseTap(reader, sse=sse, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
-    for piece in pieces(raw, size):
-        assert tap(piece) is piece
-    if complete:
-        assert tap(b"") == b""
-    else:
-        tap.finish(complete=False)
-    assert tap.problem is None
-    return reader.records(complete=complete)
+def tap_records(raw: bytes, **options) -> list[ReasoningRecord]:
+    return capture.tap_records(FORMAT, raw, **options)
 
 
 def stream_documents(raw: bytes) -> list[dict]:

@@ -18,8 +18,8 @@ from addon.settings import (
     parse_count,
     parse_duration,
     parse_keep_bodies,
-    parse_placeholder,
     parse_log,
+    parse_placeholder,
     parse_settings,
 )
 
@@ -383,8 +383,15 @@ def test_parse_settings_error_names_llm_log(tmp_path):
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, "auto"), ("auto", "auto"), ("on", "auto"), ("off", "off"), ("", "off"), ("false", "off"),
-     ("skip_thought_signature_validator", "skip_thought_signature_validator")],
+    [
+        (None, "auto"),
+        ("auto", "auto"),
+        ("on", "auto"),
+        ("off", "off"),
+        ("", "off"),
+        ("false", "off"),
+        ("skip_thought_signature_validator", "skip_thought_signature_validator"),
+    ],
 )
 def test_parse_placeholder(value, expected):
     assert parse_placeholder(value) == expected

@@ -16,14 +16,13 @@ current tool loop that hold `tool_use` blocks and no thinking block at all.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys
+from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
 
 NAME = "anthropic_messages"
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -45,25 +44,6 @@ _EVENT_MARKERS = (
     b'"content_block_stop"',
     b'"message_stop"',
 )
-
-
-def json_payloads(data: bytes) -> Iterator[Any]:
-    """The JSON documents in one SSE event's data.
-
-    Some recorded streams lack the blank line between events, which folds many
-    `data:` lines into one event; each line is then a document of its own.
-    """
-    try:
-        yield jsoncodec.loads(data)
-        return
-    except ValueError:
-        if b"\n" not in data:
-            return
-    for line in data.split(b"\n"):
-        try:
-            yield jsoncodec.loads(line)
-        except ValueError:
-            continue
 
 
 def thinking_enabled(doc: Any) -> bool:
@@ -132,7 +112,7 @@ class AnthropicReader:
         if not any(marker in data for marker in _EVENT_MARKERS):
             return
         # Dispatch on the data's own "type": with blank lines missing, one SSE event holds many.
-        for doc in json_payloads(data):
+        for doc in event_documents(data):
             if isinstance(doc, dict):
                 self._event(doc)
 

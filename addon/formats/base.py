@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -113,6 +113,25 @@ class WireFormat(Protocol):
     def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
         """Repairs `doc` in place and says what changed; must be idempotent."""
         ...
+
+
+def event_documents(data: bytes) -> Iterator[Any]:
+    """The JSON documents in one SSE event's data.
+
+    Some recorded streams lack the blank line between events, which folds many
+    `data:` lines into one event; each line is then a document of its own.
+    """
+    try:
+        yield jsoncodec.loads(data)
+        return
+    except ValueError:
+        if b"\n" not in data:
+            return
+    for line in data.split(b"\n"):
+        try:
+            yield jsoncodec.loads(line)
+        except ValueError:
+            continue
 
 
 def body_model(body: bytes, doc: Any | None) -> str | None:

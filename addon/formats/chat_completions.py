@@ -10,14 +10,13 @@ linked to every tool call of that turn.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys
+from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
 from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,
@@ -112,25 +111,6 @@ class _ChoiceState:
         ]
 
 
-def json_payloads(data: bytes) -> Iterator[Any]:
-    """The JSON documents in one SSE event's data.
-
-    Some recorded streams lack the blank line between events, which folds many
-    `data:` lines into one event; each line is then a document of its own.
-    """
-    try:
-        yield jsoncodec.loads(data)
-        return
-    except ValueError:
-        if b"\n" not in data:
-            return
-    for line in data.split(b"\n"):
-        try:
-            yield jsoncodec.loads(line)
-        except ValueError:
-            continue
-
-
 class ChatCompletionsReader:
     def __init__(self) -> None:
         self.response_id: str | None = None
@@ -143,7 +123,7 @@ class ChatCompletionsReader:
             return
         if self.response_id is not None and not any(marker in data for marker in _INTERESTING):
             return
-        for doc in json_payloads(data):
+        for doc in event_documents(data):
             self._feed(doc, "delta")
 
     def feed_document(self, doc: Any) -> None:

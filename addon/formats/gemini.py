@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, call_lookup_keys
+from .base import CacheView, CallHit, RepairContext, call_lookup_keys, event_documents
 
 NAME = "gemini_native"
 SIGNATURE = "thoughtSignature"
@@ -105,21 +104,6 @@ def call_parts(call: dict[str, Any]) -> tuple[str | None, str | None, Any]:
     return call_id, name, {} if arguments is None else arguments
 
 
-def json_documents(data: bytes) -> Iterator[Any]:
-    """The JSON documents in one SSE event's data: one, or one per line when a stream lacks blank lines."""
-    try:
-        yield jsoncodec.loads(data)
-        return
-    except ValueError:
-        if b"\n" not in data:
-            return
-    for line in data.split(b"\n"):
-        try:
-            yield jsoncodec.loads(line)
-        except ValueError:
-            continue
-
-
 @dataclass(slots=True)
 class _CandidateState:
     calls: list[ToolCallRef] = field(default_factory=list)
@@ -177,7 +161,7 @@ class GeminiReader:
             if not isinstance(chunk, bytes):
                 docs: Any = [chunk]
             elif marked or self._signature_seen:
-                docs = json_documents(chunk)
+                docs = event_documents(chunk)
             else:
                 continue
             for doc in docs:

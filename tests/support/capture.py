@@ -1,0 +1,44 @@
+"""Feeding a captured response through the real stream tap, as mitmproxy would, for unit tests."""
+
+from __future__ import annotations
+
+from addon.formats import WireFormat
+from addon.records import ReasoningRecord
+from addon.response_tap import ResponseTap
+
+
+def pieces(raw: bytes, size: int | None) -> list[bytes]:
+    """`raw` cut into pieces of `size` bytes (None: whole)."""
+    if size is None:
+        return [raw]
+    return [raw[i : i + size] for i in range(0, len(raw), size)]
+
+
+def tap_records(
+    wire_format: WireFormat,
+    raw: bytes,
+    *,
+    sse: bool,
+    size: int | None = None,
+    encoding: str | None = None,
+    complete: bool = True,
+) -> list[ReasoningRecord]:
+    """The records a format reads from `raw` fed in pieces; `complete=False` cuts the stream off at its end."""
+    reader = wire_format.reader()
+    finished: list[bool] = []
+    tap = ResponseTap(
+        reader,
+        sse=sse,
+        content_encoding=encoding,
+        read=True,
+        keep_body=False,
+        on_finish=lambda t, c: finished.append(c),
+    )
+    for piece in pieces(raw, size):
+        assert tap(piece) is piece  # the client gets every piece as it came
+    if complete:
+        assert tap(b"") == b""
+    else:
+        tap.finish(complete=False)
+    assert finished == [complete] and tap.problem is None
+    return reader.records(complete=complete)
