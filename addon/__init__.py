@@ -8,6 +8,7 @@ when the client dropped it, so the provider answers 200 instead of 400.
 from __future__ import annotations
 
 from .capture import ResponseCapture
+from .explain import ErrorExplainer
 from .proxy_config import ProxyConfig
 from .repair import RequestRepair
 
@@ -15,7 +16,7 @@ from .repair import RequestRepair
 def make_addons() -> list[object]:
     """The addon objects in hook order; they share one configuration."""
     config = ProxyConfig()
-    return [config, RequestRepair(config), ResponseCapture(config)]
+    return [config, RequestRepair(config), ResponseCapture(config), ErrorExplainer(config)]
 
 
-__all__ = ["ProxyConfig", "RequestRepair", "ResponseCapture", "make_addons"]
+__all__ = ["ErrorExplainer", "ProxyConfig", "RequestRepair", "ResponseCapture", "make_addons"]

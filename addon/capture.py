@@ -38,11 +38,13 @@ class ResponseCapture:
                 report_skip(flow, reason, self.config.events)
                 return
             response = flow.response
+            if response.status_code >= 400:
+                return  # error answers are small: let mitmproxy read them whole, to be explained
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=_is_event_stream(response),
                 content_encoding=response.headers.get("content-encoding"),
-                read=200 <= response.status_code < 300,
+                read=response.status_code < 300,
                 keep_body=self.config.keep_bodies(),
                 on_finish=functools.partial(self._store, flow),
             )

@@ -75,6 +75,27 @@ class Repaired(FlowEvent):
     actions: list[RepairAction]
 
 
+class Diagnosed(FlowEvent):
+    """A provider's 4xx on LLM traffic, explained."""
+
+    kind: Literal["diagnosed"] = "diagnosed"
+    status: int
+    rule: str
+    summary: str
+    problem: str  # missing / invalid / orphaned / duplicate / not_found / schema / unsupported / unknown
+    field: str | None = None
+    provider: str | None = None
+    location: str | None = None
+    tool_call_ids: list[str] = []
+    item_ids: list[str] = []
+    function: str | None = None
+    cache_had: bool | None = None  # whether the cache held what the error says is missing (None: cannot tell)
+    repaired: bool = False  # whether the proxy had repaired this request at the place the error points at
+    healed: int = 0  # cache entries dropped because the provider refused their value
+    advice: str
+    message: str  # the provider's text, redacted
+
+
 class Skipped(Event):
     """Traffic the addon looked at and left alone, with the reason."""
 

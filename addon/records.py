@@ -145,3 +145,16 @@ class RepairAction(BaseModel):
         if self.kind == "placeholder":
             return f"sent placeholder {what} on {self.location}{call}: nothing cached (degraded)"
         return f"restored full tool call id on {self.location} and its tool results{call}"
+
+
+class Violation(BaseModel):
+    """A provider rule a request breaks, found without sending it."""
+
+    rule: str  # the same ids as the diagnosis of a provider's error where there is one
+    location: str
+    message: str
+    tool_call_id: str | None = None
+
+    def describe(self) -> str:
+        call = f" (tool call {display_call_id(self.tool_call_id)})" if self.tool_call_id else ""
+        return f"{self.location}: {self.message}{call}"

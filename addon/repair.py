@@ -3,19 +3,66 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Any
 
 from mitmproxy import http
 
 from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
+from .cache import ReasoningStore
 from .events import Repaired, loggable_actions
 from .failopen import fail_open
-from .formats import CacheView, RepairContext
+from .formats import CacheView, RepairContext, WireFormat
 from .proxy_config import ProxyConfig
+from .records import RepairAction
 from .redact import redact_url
 from .scope import request_scope
 
 logger = logging.getLogger(__name__)
+
+# Actions that put cached state into a request: the ones a provider can refuse the value of.
+INSERTING = ("restored", "inserted", "id_restored")
+
+
+@dataclass
+class RepairPlan:
+    actions: list[RepairAction]
+    cache: CacheView
+    context: RepairContext
+
+    def cache_entries(self) -> list[dict[str, Any]]:
+        """The cache entries the repair inserted state from: what to drop if the provider refuses it."""
+        used = {action.response_id for action in self.actions if action.kind in INSERTING}
+        return [
+            {
+                "response_id": r.response_id,
+                "keys": r.keys(),
+                "item": r.fields.get("id") if isinstance(r.fields.get("id"), str) else None,
+            }
+            for r in self.cache.used
+            if r.response_id in used
+        ]
+
+
+def plan_repair(
+    wire_format: WireFormat, request: http.Request, doc: Any, model: str | None, store: ReasoningStore, placeholder: str
+) -> RepairPlan:
+    """Repairs a parsed request body in place from the cache, as the proxy does in flight."""
+    scope = str(request_scope(request))
+    keys = wire_format.lookup_keys(doc, model)
+    cache = CacheView(store.get_many(scope, keys) if keys else {}, model)
+    context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
+    return RepairPlan(wire_format.repair(doc, cache, context), cache, context)
+
+
+def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
+    """The wire format of an LLM request and its decoded body, or None for traffic to leave alone."""
+    if request.method != "POST" or request.raw_content is None:  # None: body streamed through unread
+        return None
+    body = request.get_content(strict=False) or b""
+    wire_format = formats.claim(request.method, request.path, body)
+    return (wire_format, body) if wire_format is not None else None
 
 
 class RequestRepair:
@@ -30,14 +77,12 @@ class RequestRepair:
 
     def _request(self, flow: http.HTTPFlow) -> None:
         request = flow.request
-        if request.raw_content is None:  # body streamed through (stream_large_bodies): nothing to read
+        claimed = claim_request(request)
+        if claimed is None:
             return
-        body = request.get_content(strict=False) or b""
-        wire_format = formats.claim(request.method, request.path, body)
-        if wire_format is None:
-            return
+        wire_format, body = claimed
         scope = request_scope(request)
-        meta = {
+        meta: dict[str, Any] = {
             "format": wire_format.name,
             "scope": str(scope),
             "host": scope.host,
@@ -54,20 +99,22 @@ class RequestRepair:
         store, settings = self.config.store, self.config.settings
         assert store is not None and settings is not None
         model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
-        keys = wire_format.lookup_keys(doc, model)
-        cache = CacheView(store.get_many(meta["scope"], keys) if keys else {}, model)
-        context = RepairContext(path=request.path, model=model, placeholder=settings.signature_placeholder)
-        actions = wire_format.repair(doc, cache, context)
-        for key, other in cache.mismatched.items():
+        plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder)
+        for key, other in plan.cache.mismatched.items():
             reason = f"reasoning cached for {key} came from model {other}; not replayed into {model}"
             report_skip(flow, reason, self.config.events)
+        actions = plan.actions
         if not actions:
             return
         descriptions = [action.describe() for action in actions]
         if settings.repair:
+            if self.config.keep_bodies():  # so a flow file shows what the client sent, not only what was sent on
+                meta["original_request"] = body
             request.set_content(jsoncodec.dumps(doc))
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + "; ".join(descriptions))
+            meta["repair_sites"] = [{"index": a.index, "kind": a.kind, "response_id": a.response_id} for a in actions]
+            meta["cache_entries"] = plan.cache_entries()
         meta["repairs"] = descriptions
         meta["repaired"] = settings.repair
         self.config.events.write(
@@ -77,7 +124,7 @@ class RequestRepair:
                 url=redact_url(request.pretty_url),
                 wire_format=wire_format.name,
                 applied=settings.repair,
-                cache_hits=len(cache.found),
+                cache_hits=len(plan.cache.found),
                 actions=loggable_actions(actions, settings.log_opaque),
             )
         )

@@ -114,3 +114,10 @@ class ResponseTap:
         self._parser = None
         self._decoder = None
         self.problem = self.problem or problem
+
+
+def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool) -> None:
+    """Feeds a whole recorded (already decoded) body to a reader, as the tap would have while it streamed."""
+    tap = ResponseTap(reader, sse=sse, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    tap(body)
+    tap.finish(complete=True)

@@ -245,7 +245,7 @@ def test_observe_only_logs_what_it_would_repair(
         messages = zed_turn_two(fake, proxy.url, api_key)
         with pytest.raises(openai.BadRequestError, match="invalid request body"):
             second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False)
-    repaired = [json.loads(line) for line in log.read_text().splitlines() if '"repaired"' in line]
+    repaired = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
     assert repaired and repaired[-1]["applied"] is False
     assert {a["kind"] for a in repaired[-1]["actions"]} == {"content_null", "restored"}
 

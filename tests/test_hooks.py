@@ -34,7 +34,7 @@ TURN_TWO = {
 
 @pytest.fixture
 def addons(tmp_path: Path) -> Iterator[tuple[ProxyConfig, object, object, Path]]:
-    config, repair, capture = make_addons()
+    config, repair, capture, _explain = make_addons()
     log = tmp_path / "events.jsonl"
     with taddons.context(config, repair, capture) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
 
@@ -359,3 +359,21 @@ class AnthropicMessages:
                 )
             )
         return actions
+
+    def check(self, doc: Any, context: RepairContext) -> list[Violation]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if not isinstance(messages, list) or not thinking_enabled(doc):
+            return []
+        last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+        content = _content(messages[last]) if last is not None else None
+        if not content or not _tool_uses(content) or is_thinking_block(content[0]):
+            return []
+        found = content[0].get("type") if isinstance(content[0], dict) else type(content[0]).__name__
+        return [
+            Violation(
+                rule="anthropic_thinking_expected",
+                location=f"messages[{last}].content[0]",
+                message=f"the final assistant message must start with a thinking block, found `{found}`",
+                tool_call_id=_use_parts(_tool_uses(content)[0])[0],
+            )
+        ]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, call_fingerprint
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, call_fingerprint
 from ..sse_parser import SSEEvent
 
 
@@ -43,6 +43,7 @@ class CacheView:
     found: Mapping[str, ReasoningRecord]
     model: str | None
     mismatched: dict[str, str] = field(default_factory=dict)  # key -> model the record came from
+    used: list[ReasoningRecord] = field(default_factory=list)  # records handed out, for self-healing
 
     def call(self, call_id: str | None, name: str | None, arguments: Any) -> CallHit | None:
         for key in call_lookup_keys(self.model, call_id, name, arguments):
@@ -61,6 +62,8 @@ class CacheView:
         if self.model and record.request_model and record.request_model != self.model:
             self.mismatched[key] = record.request_model
             return None
+        if not any(record is used for used in self.used):
+            self.used.append(record)
         return record
 
 
@@ -70,6 +73,7 @@ class RepairContext:
 
     path: str
     model: str | None
+    host: str = ""
     # Gemini: the llm_signature_placeholder setting ("auto", "off" or a value to send).
     placeholder: str = "off"
 
@@ -112,6 +116,10 @@ class WireFormat(Protocol):
 
     def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
         """Repairs `doc` in place and says what changed; must be idempotent."""
+        ...
+
+    def check(self, doc: Any, context: RepairContext) -> list[Violation]:
+        """The provider rules a parsed request breaks, as far as the request alone shows."""
         ...
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
 from .chat_fields import (
@@ -272,6 +272,84 @@ class ChatCompletions:
             actions.extend(_restore_message(index, message, cache))
             actions.extend(_restore_calls(index, messages, cache))
         return actions
+
+    def check(self, doc: Any, context: RepairContext) -> list[Violation]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        return check_messages(messages, context) if isinstance(messages, list) else []
+
+
+def _requires_reasoning_content(model: str) -> bool:
+    """Models whose API refuses an assistant tool-call message without `reasoning_content`."""
+    return model.startswith(("deepseek-reasoner", "deepseek-v4")) or ("kimi" in model and "thinking" in model)
+
+
+def _current_turn(messages: list[Any]) -> list[int]:
+    """Indexes of the assistant tool-call messages after the last user message."""
+    last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
+    return [
+        i for i in range(last_user + 1, len(messages)) if _is_assistant(messages[i]) and _has_tool_calls(messages[i])
+    ]
+
+
+def _signature_rule(context: RepairContext) -> tuple[str, str] | None:
+    """For Gemini 3 behind an OpenAI-style API: the rule that holds, and the field it wants on the current turn."""
+    model = context.model or ""
+    if "gemini-3" not in model:
+        return None
+    if "/openai/" in context.path:
+        return "gemini_signature_missing", "extra_content"
+    if model.startswith("google/") or "openrouter" in context.host:
+        return "openrouter_reasoning_details", DETAILS_FIELD
+    if "githubcopilot" in context.host:
+        return "vertex_signature_missing", "reasoning_opaque"
+    return None  # LiteLLM and others send a placeholder themselves
+
+
+def check_messages(messages: list[Any], context: RepairContext) -> list[Violation]:
+    violations = []
+    model = context.model or ""
+    called: set[str] = set()
+    for index, message in enumerate(messages):
+        location = f"messages[{index}]"
+        if isinstance(message, dict) and message.get("role") == "tool":
+            if message.get("tool_call_id") not in called:
+                violations.append(
+                    Violation(
+                        rule="tool_result_orphaned",
+                        location=location,
+                        message="tool result answers no tool call of an earlier assistant message",
+                        tool_call_id=message.get("tool_call_id"),
+                    )
+                )
+            continue
+        if not (_is_assistant(message) and _has_tool_calls(message)):
+            continue
+        called.update(str(call.get("id")) for call in _tool_calls(message))
+        if message.get("content") == []:
+            text = "content is an empty array (Copilot: invalid request body; the API wants null or text)"
+            violations.append(Violation(rule="content_empty_array", location=location, message=text))
+        if _requires_reasoning_content(model) and message.get("reasoning_content") is None:
+            text = "assistant tool-call message without reasoning_content (required in thinking mode)"
+            violations.append(Violation(rule="reasoning_content_missing", location=location, message=text))
+    rule = _signature_rule(context)
+    for index in _current_turn(messages) if rule else []:
+        message = messages[index]
+        first = _tool_calls(message)[0]
+        present = (
+            call_field(first, "extra_content") is not None
+            if rule[1] == "extra_content"
+            else not is_missing(rule[1], message.get(rule[1]))
+        )
+        if not present:
+            violations.append(
+                Violation(
+                    rule=rule[0],
+                    location=f"messages[{index}]",
+                    message=f"current-turn function call without its thought signature ({rule[1]} missing)",
+                    tool_call_id=first.get("id"),
+                )
+            )
+    return violations
 
 
 def _restore_message(index: int, message: dict[str, Any], cache: CacheView) -> list[RepairAction]:

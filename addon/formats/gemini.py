@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, call_lookup_keys, event_documents
 
@@ -323,12 +323,7 @@ class GeminiNative:
         placeholder = placeholder_value(context)
         if placeholder is None:
             return actions
-        for index in range(current_turn_start(contents), len(contents)):
-            content = contents[index]
-            calls = _call_positions(content["parts"]) if _is_model(content) else []
-            if not calls or has_signature(calls[0][1]):
-                continue
-            position, part, call = calls[0]
+        for index, position, part, call in unsigned_current_calls(contents):
             key = signature_key(part, snake)
             part[key] = placeholder
             actions.append(
@@ -342,6 +337,33 @@ class GeminiNative:
                 )
             )
         return actions
+
+    def check(self, doc: Any, context: RepairContext) -> list[Violation]:
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        if not isinstance(contents, list) or "gemini-3" not in (path_model(context.path) or ""):
+            return []
+        vertex = "/projects/" in context.path.split("?", 1)[0]
+        return [
+            Violation(
+                rule="vertex_signature_missing" if vertex else "gemini_signature_missing",
+                location=f"contents[{index}].parts[{position}]",
+                message=f"current-turn function call `{call_parts(call)[1]}` without its thought signature",
+                tool_call_id=call_parts(call)[0],
+            )
+            for index, position, part, call in unsigned_current_calls(contents)
+        ]
+
+
+def unsigned_current_calls(contents: list[Any]) -> list[tuple[int, int, dict[str, Any], dict[str, Any]]]:
+    """(content index, part position, part, functionCall) of each current-turn step whose first call is unsigned:
+    what Gemini 3 refuses."""
+    found = []
+    for index in range(current_turn_start(contents), len(contents)):
+        content = contents[index]
+        calls = _call_positions(content["parts"]) if _is_model(content) else []
+        if calls and not has_signature(calls[0][1]):
+            found.append((index, *calls[0]))
+    return found
 
 
 def _restore(index: int, parts: list[Any], cache: CacheView, snake: bool) -> list[RepairAction]:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, canonical_arguments
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, RepairContext, body_model, call_lookup_keys
 
@@ -280,6 +280,16 @@ def _group_start(items: list[Any], index: int, reasoning_id: str, cache: CacheVi
     return first
 
 
+def orphans(items: list[Any]) -> list[int]:
+    """Indexes of reasoning items that nothing the model produced follows (the server refuses them)."""
+    found = []
+    for index, item in enumerate(items):
+        following = items[index + 1] if index + 1 < len(items) else None
+        if _reasoning_id(item) is not None and (following is None or is_input_side(following)):
+            found.append(index)
+    return found
+
+
 def remove_orphans(items: list[Any]) -> list[RepairAction]:
     """Drops reasoning items that nothing the model produced follows (the server refuses them)."""
     actions = []
@@ -378,3 +388,16 @@ class Responses:
         if not _server_holds_history(doc):
             actions += insert_missing(items, cache)
         return actions
+
+    def check(self, doc: Any, context: RepairContext) -> list[Violation]:
+        items = doc.get("input") if isinstance(doc, dict) else None
+        if not isinstance(items, list):
+            return []
+        return [
+            Violation(
+                rule="responses_reasoning_orphaned",
+                location=f"input[{index}]",
+                message=f"reasoning item {_reasoning_id(items[index])} is not followed by an item it produced",
+            )
+            for index in orphans(items)
+        ]

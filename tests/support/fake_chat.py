@@ -288,7 +288,12 @@ class ChatDialect:
 
     def _tool_turn(self, doc: dict, dialect: str, options: Options) -> tuple[dict, list[dict]]:
         tools = [t.get("function", {}).get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
-        name = next((t for t in tools if t), "list_directory")
+        tools = [t for t in tools if t] or ["list_directory"]
+        # Step k of a tool loop calls the k-th tool offered (an agent reading, then writing, ...).
+        messages = doc.get("messages") or []
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls"))
+        name = tools[step % len(tools)]
         calls = [
             {
                 "id": f"call_{uuid.uuid4().hex[:20]}",

@@ -119,6 +119,7 @@ class GeminiDialect:
     def __init__(self) -> None:
         self.issued: dict[str, dict[str, Any]] = {}  # signature as sent -> {"name", "args", "id"} or {"text"}
         self.placeholders: list[dict[str, Any]] = []  # {"path", "content", "part", "value"} per placeholder seen
+        self.revoked: set[str] = set()  # signatures issued but no longer accepted (a value corrupted in storage)
         self._by_bytes: dict[bytes, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
@@ -177,6 +178,8 @@ class GeminiDialect:
         return decode_signature(signature) in GEMINI_API_PLACEHOLDERS
 
     def _is_issued(self, signature: Any, call: dict) -> bool:
+        if signature in self.revoked:
+            return False
         raw = decode_signature(signature) if isinstance(signature, str) else None
         with self._lock:
             issued = self._by_bytes.get(raw) if raw is not None else None

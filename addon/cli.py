@@ -1,0 +1,89 @@
+"""Checking captured LLM traffic offline, and turning it into redacted test fixtures.
+
+    python -m addon.cli check PATH      what each request breaks, what the proxy would change, what still fails
+    python -m addon.cli export PATH DIR redacted fixtures, one file per exchange, with the repairs they expect
+
+PATH is a mitmproxy flow file (`mitmdump -w`), a HAR file, or an exported fixture directory.
+`check` exits 1 when a request would still fail through the proxy, 2 when PATH cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from mitmproxy import http, io
+from mitmproxy.exceptions import FlowReadException
+
+from .fixtures import Expectation, build_fixtures, fixture_to_flow, read_fixture_dir, write_fixture_dir
+from .offline import check_flows, render
+
+
+class UnreadableInput(Exception):
+    pass
+
+
+def load_flows(path: Path) -> list[http.HTTPFlow]:
+    """The HTTP flows of a flow file, a HAR file or a fixture directory, in order."""
+    if path.is_dir():
+        try:
+            return [fixture_to_flow(fixture) for fixture in read_fixture_dir(path)]
+        except (OSError, ValueError) as e:
+            raise UnreadableInput(f"{path}: not a fixture directory ({e})") from e
+    try:
+        with path.open("rb") as handle:
+            return [flow for flow in io.FlowReader(handle).stream() if isinstance(flow, http.HTTPFlow)]
+    except (OSError, FlowReadException) as e:
+        raise UnreadableInput(f"{path}: not a readable mitmproxy flow file or HAR file ({e})") from e
+
+
+def _check(args: argparse.Namespace) -> int:
+    checks = check_flows(load_flows(args.path), placeholder=args.placeholder)
+    sys.stdout.write(render(checks, diffs=not args.no_diff))
+    return 1 if any(check.fails_after_repair for check in checks) else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    fixtures = build_fixtures(load_flows(args.path), placeholders=args.placeholders)
+    # What the addon does to each exported request now is what the fixture expects from now on.
+    for fixture, check in zip(fixtures, check_flows([fixture_to_flow(f) for f in fixtures]), strict=True):
+        fixture.expect = Expectation(
+            repairs=[action.describe() for action in check.actions],
+            fails_after_repair=[violation.describe() for violation in check.remaining],
+        )
+    written = write_fixture_dir(fixtures, args.out, source=args.path.name, overwrite=args.force)
+    print(f"wrote {len(fixtures)} exchange(s) to {args.out} ({len(written)} files)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="llm-flows", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="check captured traffic against the providers' rules")
+    check.add_argument("path", type=Path, help="flow file, HAR file or fixture directory")
+    check.add_argument("--no-diff", action="store_true", help="leave the request diffs out of the report")
+    check.add_argument(
+        "--placeholder",
+        default="off",
+        help='what to assume for the Gemini 3 signature placeholder (llm_signature_placeholder); default "off"',
+    )
+    check.set_defaults(run=_check)
+    export = commands.add_parser("export", help="export captured traffic as redacted fixtures")
+    export.add_argument("path", type=Path, help="flow file, HAR file or fixture directory")
+    export.add_argument("out", type=Path, help="the fixture directory to write, e.g. flows/my-case")
+    export.add_argument("--placeholders", action="store_true", help="replace opaque values by same-length placeholders")
+    export.add_argument("--force", action="store_true", help="overwrite a fixture directory that exists")
+    export.set_defaults(run=_export)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UnreadableInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

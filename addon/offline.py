@@ -1,0 +1,219 @@
+"""Checking captured traffic without a network: a flow file, a HAR file or exported fixtures.
+
+Every LLM exchange is replayed in order through the same claim, repair and
+capture code the proxy runs, with a cache of its own: each request is checked
+against the provider rules as the client sent it, repaired as the proxy would,
+and checked again; each response feeds the cache for the requests after it.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import orjson
+from mitmproxy import http
+
+from . import jsoncodec
+from .cache import CacheLimits, MemoryStore
+from .diagnosis import Diagnosis, classify
+from .formats import RepairContext
+from .records import ReasoningRecord, RepairAction, Violation, display_call_id
+from .redact import redact_url
+from .repair import INSERTING, claim_request, plan_repair
+from .response_tap import read_recorded
+from .scope import request_scope
+
+
+@dataclass
+class ExchangeCheck:
+    number: int
+    url: str  # redacted
+    wire_format: str
+    model: str | None
+    live_repaired: bool = False  # the recording proxy had already repaired it; the check uses what the client sent
+    unreadable: str | None = None  # why the request body could not be checked
+    violations: list[Violation] = field(default_factory=list)  # rules the request breaks as sent
+    actions: list[RepairAction] = field(default_factory=list)  # what the addon does to it
+    diff: str = ""
+    remaining: list[Violation] = field(default_factory=list)  # rules it still breaks after repair
+    status: int | None = None
+    diagnosis: Diagnosis | None = None
+    calls: list[str] = field(default_factory=list)  # tool calls the answer made
+    captured: list[str] = field(default_factory=list)  # reasoning fields read from the answer
+
+    @property
+    def dropped(self) -> list[RepairAction]:
+        """State the provider issued that the request as sent lacks."""
+        return [action for action in self.actions if action.kind in INSERTING]
+
+    @property
+    def fails_as_sent(self) -> bool:
+        return bool(self.violations or self.dropped)
+
+    @property
+    def fails_after_repair(self) -> bool:
+        return bool(self.remaining)
+
+
+def _pretty(doc: object) -> list[str]:
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode().splitlines(keepends=True)
+
+
+def request_diff(before: object, after: object) -> str:
+    """A unified diff of two request bodies, pretty-printed with their key order kept."""
+    try:
+        lines = difflib.unified_diff(_pretty(before), _pretty(after), "as sent", "repaired", n=2)
+    except TypeError:  # a value orjson refuses (a lone surrogate): the standard library then
+        lines = difflib.unified_diff(*(jsoncodec.dumps(d).decode().splitlines() for d in (before, after)), lineterm="")
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _client_body(flow: http.HTTPFlow, body: bytes) -> tuple[bytes, bool]:
+    """The request body as the client sent it: a proxy that repaired it live kept the original."""
+    meta = flow.metadata.get("llm")
+    original = meta.get("original_request") if isinstance(meta, dict) else None
+    return (original, True) if isinstance(original, bytes) else (body, False)
+
+
+def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecord]:
+    body = response.get_content(strict=False)
+    if not body:
+        return []
+    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    read_recorded(wire_format_reader, body, sse=content_type == "text/event-stream")
+    return wire_format_reader.records(complete=True)
+
+
+def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> list[ExchangeCheck]:
+    """Replays the LLM exchanges among `flows`, in order; other traffic is skipped."""
+    store = MemoryStore(CacheLimits(max_age=math.inf, max_entries=10**9))
+    checks: list[ExchangeCheck] = []
+    for flow in flows:
+        if not isinstance(flow, http.HTTPFlow):
+            continue
+        claimed = claim_request(flow.request)
+        if claimed is None:
+            continue
+        wire_format, recorded_body = claimed
+        body, live = _client_body(flow, recorded_body)
+        check = ExchangeCheck(
+            number=len(checks) + 1,
+            url=redact_url(flow.request.pretty_url),
+            wire_format=wire_format.name,
+            model=wire_format.request_model(flow.request.path, body, None),
+            live_repaired=live,
+        )
+        checks.append(check)
+        try:
+            doc = jsoncodec.loads(body)
+        except ValueError:
+            check.unreadable = "request body is not valid JSON"
+        else:
+            check.model = wire_format.request_model(flow.request.path, body, doc)
+            context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
+            check.violations = wire_format.check(doc, context)
+            repaired = copy.deepcopy(doc)
+            plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder)
+            check.actions = plan.actions
+            check.remaining = wire_format.check(repaired, plan.context)
+            check.diff = request_diff(doc, repaired) if plan.actions else ""
+        if flow.response is None:
+            continue
+        check.status = flow.response.status_code
+        if check.status >= 400:
+            check.diagnosis = classify(check.status, flow.response.get_content(strict=False) or b"")
+            continue
+        scope = str(request_scope(flow.request))
+        for record in _records(wire_format.reader(), flow.response):
+            record = record.model_copy(update={"request_model": check.model})
+            if record.keys():
+                store.put(scope, record.keys(), record)
+            check.calls += [
+                f"{call.name}({display_call_id(call.id)})" if call.id else call.name for call in record.tool_calls
+            ]
+            check.captured += [name for name in record.fields if name not in check.captured]
+            for call in record.tool_calls:
+                check.captured += [name for name in call.fields if name not in check.captured]
+    return checks
+
+
+def _indent(text: str, prefix: str = "      ") -> str:
+    return "".join(prefix + line for line in text.splitlines(keepends=True))
+
+
+def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
+    """The report a person reads: each exchange, then the tool-call chain, then a verdict."""
+    out: list[str] = []
+    for check in checks:
+        status = f"HTTP {check.status}" if check.status is not None else "no response recorded"
+        out.append(f"#{check.number} POST {check.url}  [{check.wire_format}, model {check.model or '?'}] -> {status}")
+        if check.live_repaired:
+            out.append("    (the recording proxy repaired this request live; checked as the client sent it)")
+        if check.unreadable:
+            out.append(f"    not checked: {check.unreadable}")
+            continue
+        if not check.fails_as_sent:
+            out.append("    as sent: breaks no known rule")
+        else:
+            out.append("    as sent: would fail")
+            out += [f"      - {v.describe()}" for v in check.violations]
+            out += [
+                f"      - drops {', '.join(a.fields)} the provider returned "
+                f"({a.location}{', tool call ' + display_call_id(a.tool_call_id) if a.tool_call_id else ''})"
+                for a in check.dropped
+            ]
+        if check.diagnosis is not None:
+            d = check.diagnosis
+            out.append(f"    the provider answered: {d.rule} - {d.summary}")
+            out.append(f'      "{d.message[:300]}"')
+        if check.actions:
+            out.append("    the addon would:")
+            out += [f"      - {a.describe()}" for a in check.actions]
+            if diffs and check.diff:
+                out.append(_indent(check.diff).rstrip("\n"))
+            verdict = "still fails" if check.remaining else "breaks no known rule"
+            out.append(f"    after repair: {verdict}")
+            out += [f"      - {v.describe()}" for v in check.remaining]
+        elif check.remaining:
+            out.append("    the addon cannot fix this: nothing cached for it")
+        if check.calls or check.captured:
+            calls = f"calls {', '.join(check.calls)}" if check.calls else "answers"
+            captured = f"; reasoning captured: {', '.join(check.captured)}" if check.captured else ""
+            out.append(f"    the answer {calls}{captured}")
+        out.append("")
+    out.append("Tool-call chain:")
+    out += [f"  {line}" for line in chain(checks)]
+    failing = [c.number for c in checks if c.fails_as_sent]
+    still = [c.number for c in checks if c.fails_after_repair]
+    out.append("")
+    out.append(
+        f"{len(checks)} LLM request(s); {len(failing)} would fail as sent{_numbers(failing)}; "
+        f"{len(still)} would still fail through the proxy{_numbers(still)}."
+    )
+    return "\n".join(out) + "\n"
+
+
+def _numbers(numbers: list[int]) -> str:
+    return f" (#{', #'.join(map(str, numbers))})" if numbers else ""
+
+
+def chain(checks: list[ExchangeCheck]) -> list[str]:
+    """One line per exchange: what went back to the provider and what came out."""
+    lines = []
+    for check in checks:
+        sent_back = sorted({display_call_id(a.tool_call_id) for a in check.actions if a.tool_call_id})
+        restored = f" (client dropped state for {', '.join(sent_back)}; the proxy restores it)" if sent_back else ""
+        if check.status is not None and check.status >= 400:
+            outcome = f"HTTP {check.status} {check.diagnosis.rule if check.diagnosis else ''}".rstrip()
+        elif check.calls:
+            outcome = "calls " + ", ".join(check.calls)
+        elif check.status is not None:
+            outcome = "answer"
+        else:
+            outcome = "no response"
+        lines.append(f"#{check.number} {check.model or '?'} -> {outcome}{restored}")
+    return lines
