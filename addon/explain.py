@@ -104,7 +104,15 @@ def calls_at(wire_format: str, doc: Any, index: int | None) -> list[tuple[str | 
     return []
 
 
-def advise(diagnosis: Diagnosis, *, cache_had: bool | None, repaired_here: bool, healed: int, repair_on: bool) -> str:
+def advise(
+    diagnosis: Diagnosis,
+    *,
+    cache_had: bool | None,
+    repaired_here: bool,
+    healed: int,
+    repair_on: bool,
+    placeholder_applies: bool = False,
+) -> str:
     """What the user can do about it, given what the proxy knew and did."""
     if diagnosis.rule == "unknown":
         return "not a known reasoning-state error; the provider's text is logged as it was"
@@ -132,11 +140,7 @@ def advise(diagnosis: Diagnosis, *, cache_had: bool | None, repaired_here: bool,
                 "the proxy never saw the answer that produced this tool call (sent before the proxy was in the path, "
                 "through another proxy, with another credential or model, or expired from the cache): start a new "
                 "conversation through the proxy"
-                + (
-                    "; for Gemini 3, llm_signature_placeholder=auto lets it go on, degraded"
-                    if diagnosis.rule in ("gemini_signature_missing", "vertex_signature_missing")
-                    else ""
-                )
+                + ("; llm_signature_placeholder=auto lets it go on, degraded" if placeholder_applies else "")
             )
     if diagnosis.kind == "orphaned":
         return "a reasoning item is left with nothing after it: the proxy removes such items when llm_repair is on"
@@ -234,7 +238,8 @@ class ErrorExplainer:
         named = set(diagnosis.item_ids)
         refused = {site["response_id"] for site in sites}
         doomed = [e for e in entries if e["response_id"] in refused or named & set(e["keys"]) or e.get("item") in named]
-        removed = sum(store.delete(meta["scope"], entry["keys"]) for entry in doomed)
+        # One entry per captured turn, whatever the number of keys it is stored under.
+        removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry["keys"]))
         if removed:
             logger.warning("llm dropped %d cache entr%s the provider refused", removed, "y" if removed == 1 else "ies")
         meta["cache_entries"] = [e for e in entries if e not in doomed]

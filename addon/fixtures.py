@@ -174,6 +174,8 @@ class ExchangeFixture(BaseModel):
     request: RequestFixture
     response: ResponseFixture | None
     expect: Expectation | None = None
+    # The recording proxy repaired this request live: the response answers the repaired request, not this one.
+    repaired_live: bool = False
     # Whether opaque values were replaced by placeholders: a property of the export, kept in meta.json.
     _placeholders: bool = PrivateAttr(default=False)
 
@@ -354,7 +356,13 @@ def exchange_fixture(flow: Any) -> ExchangeFixture | None:
             body=_redacted_body(raw),
         ),
         response=response_fixture(flow.response) if flow.response is not None else None,
+        repaired_live=_repaired_live(flow),
     )
+
+
+def _repaired_live(flow: http.HTTPFlow) -> bool:
+    meta = flow.metadata.get(META)
+    return isinstance(meta, dict) and isinstance(meta.get("original_request"), (bytes, str))
 
 
 def build_fixtures(flows: Iterable[Any], *, placeholders: bool) -> list[ExchangeFixture]:
@@ -704,4 +712,6 @@ def fixture_to_flow(fixture: ExchangeFixture) -> http.HTTPFlow:
                 headers.setdefault("content-type", "application/json")
             content = encode_body(answer.body)
         flow.response = http.Response.make(answer.status, content, headers)
+    if fixture.repaired_live:  # what the offline check reads to say the answer came for the repaired request
+        flow.metadata[META] = {"original_request": request.get_content(strict=False)}
     return flow

@@ -171,7 +171,7 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
             out.append(f"    the provider answered: {d.rule} - {d.summary}")
             out.append(f'      "{d.message[:300]}"')
         if check.actions:
-            out.append("    the addon would:")
+            out.append("    through the proxy:")
             out += [f"      - {a.describe()}" for a in check.actions]
             if diffs and check.diff:
                 out.append(_indent(check.diff).rstrip("\n"))

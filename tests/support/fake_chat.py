@@ -294,11 +294,19 @@ class ChatDialect:
         last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
         step = sum(1 for m in messages[last_user + 1 :] if m.get("role") == "assistant" and m.get("tool_calls"))
         name = tools[step % len(tools)]
+        schema = next(
+            (
+                t.get("function", {}).get("parameters")
+                for t in doc.get("tools") or []
+                if isinstance(t, dict) and t.get("function", {}).get("name") == name
+            ),
+            None,
+        )
         calls = [
             {
                 "id": f"call_{uuid.uuid4().hex[:20]}",
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps({"path": f"dir{i}"})},
+                "function": {"name": name, "arguments": json.dumps(_arguments(schema, i))},
             }
             for i in range(options.parallel)
         ]
@@ -413,6 +421,16 @@ class ChatDialect:
         if dialect == "deepseek":
             message["reasoning_content"] = "Summarise the listing."
         return message, chunks
+
+
+def _arguments(schema: Any, index: int) -> dict[str, str]:
+    """Arguments for a tool: a value for each required string property of its schema."""
+    required = schema.get("required") if isinstance(schema, dict) else None
+    if not required:
+        return {"path": f"dir{index}"}
+    return {
+        prop: f"{prop}-{index}" if prop != "filePath" else ("README.md", "SUMMARY.md")[index % 2] for prop in required
+    }
 
 
 def _argument_fragments(calls: list[dict]) -> list[dict]:
