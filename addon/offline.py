@@ -22,7 +22,7 @@ from .cache import CacheLimits, MemoryStore
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext
 from .records import ReasoningRecord, RepairAction, Violation, display_call_id
-from .redact import redact_url
+from .redact import redact_text, redact_url
 from .repair import INSERTING, claim_request, plan_repair
 from .response_tap import read_recorded
 from .scope import request_scope
@@ -69,7 +69,7 @@ def request_diff(before: object, after: object) -> str:
         lines = difflib.unified_diff(_pretty(before), _pretty(after), "as sent", "repaired", n=2)
     except TypeError:  # a value orjson refuses (a lone surrogate): the standard library then
         lines = difflib.unified_diff(*(jsoncodec.dumps(d).decode().splitlines() for d in (before, after)), lineterm="")
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return redact_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
 def _client_body(flow: http.HTTPFlow, body: bytes) -> tuple[bytes, bool]:

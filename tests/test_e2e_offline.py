@@ -21,6 +21,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN = "sk-test-PLANTED0123456789abcdefghij"
 QUERY_KEY = "AIzaPLANTEDQUERY0123456789abcdefghijkl"
+BODY_KEY = "sk-proj-PLANTEDINBODY0123456789abcdef"
 
 
 def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Path:
@@ -38,7 +39,8 @@ def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Pat
         str(out),
     )
     with MitmdumpProcess(*args, confdir=confdir) as proxy:
-        session = run_session(f"{proxy.url}/v1", TOKEN, query={"key": QUERY_KEY})
+        task = f"Read README.md and summarise it to SUMMARY.md. (Deploy key for later: {BODY_KEY})"
+        session = run_session(f"{proxy.url}/v1", TOKEN, query={"key": QUERY_KEY}, task=task)
     assert session.statuses == ([200, 200, 200] if repair else [200, 400]), session.statuses
     return out
 
@@ -74,7 +76,7 @@ def test_check_explains_the_failure_and_shows_the_repair(failing_capture: Path) 
     assert report.rstrip().endswith(
         "2 LLM request(s); 1 would fail as sent (#2); 0 would still fail through the proxy."
     )
-    assert TOKEN not in report and QUERY_KEY not in report
+    assert TOKEN not in report and QUERY_KEY not in report and BODY_KEY not in report
 
 
 def test_check_reads_the_same_capture_as_har(failing_capture: Path, confdir: Path, tmp_path: Path) -> None:
@@ -136,7 +138,7 @@ def test_export_removes_credentials_and_replays_to_the_same_repairs(failing_capt
     result = cli("export", str(failing_capture), str(out), "--placeholders")
     assert result.returncode == 0, result.stderr
     written = b"".join(path.read_bytes() for path in sorted(out.iterdir()))
-    for secret in (TOKEN, QUERY_KEY):
+    for secret in (TOKEN, QUERY_KEY, BODY_KEY):
         assert secret.encode() not in written
     meta = json.loads((out / "meta.json").read_text())
     assert meta["source"] == "failing.mitm" and meta["exchanges"] == 2

@@ -64,13 +64,19 @@ class Session:
 
 
 def run_session(
-    base_url: str, api_key: str, *, model: str = "deepseek-reasoner", turns: int = 5, query: dict | None = None
+    base_url: str,
+    api_key: str,
+    *,
+    model: str = "deepseek-reasoner",
+    turns: int = 5,
+    query: dict | None = None,
+    task: str = TASK,
 ) -> Session:
     """Runs the agent loop until a text answer, an error, or `turns` requests; returns what happened."""
     llm = openai.OpenAI(
         base_url=base_url, api_key=api_key, max_retries=0, timeout=30, default_headers={"x-fake-steps": "2"}
     )
-    session = Session(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": TASK}])
+    session = Session(messages=[{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}])
     for _ in range(turns):
         try:
             stream = llm.chat.completions.create(
