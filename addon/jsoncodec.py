@@ -46,8 +46,9 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
-# A "model" key whose string value is not itself inside a JSON string.
-_MODEL_FIELD = re.compile(rb'(?<!\\)"model"\s*:\s*"((?:[^"\\]|\\.)*)"')
+# What follows a "model" key: its string value.
+_MODEL_VALUE = re.compile(rb'\s*:\s*"((?:[^"\\]|\\.)*)"')
+_MODEL_KEY = b'"model"'
 
 
 def sniff_model(body: bytes) -> str | None:
@@ -55,8 +56,18 @@ def sniff_model(body: bytes) -> str | None:
 
     Only answers when every "model" key in the body holds the same string, so a
     nested "model" (a tool schema property, say) can never be mistaken for it.
+    A quoted "model" inside a JSON string is escaped (\\"model\\") and skipped.
     """
-    values = set(_MODEL_FIELD.findall(body))
+    values = set()
+    position = body.find(_MODEL_KEY)
+    while position >= 0:
+        if position == 0 or body[position - 1] != 0x5C:  # not preceded by a backslash
+            match = _MODEL_VALUE.match(body, position + len(_MODEL_KEY))
+            if match:
+                values.add(match.group(1))
+                if len(values) > 1:
+                    return None
+        position = body.find(_MODEL_KEY, position + 1)
     if len(values) != 1:
         return None
     try:

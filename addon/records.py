@@ -4,22 +4,40 @@ from __future__ import annotations
 
 import hashlib
 import json
+from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 
 def canonical_arguments(arguments: Any) -> str:
     """Tool call arguments in one spelling, whether sent as a JSON string or as an object."""
     if isinstance(arguments, str):
+        return _canonical_text(arguments)
+    return _canonical_value(arguments)
+
+
+@lru_cache(maxsize=8192)
+def _canonical_text(arguments: str) -> str:
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
         try:
-            arguments = json.loads(arguments)
+            value = json.loads(arguments)
         except ValueError:
             return arguments
+    return _canonical_value(value)
+
+
+def _canonical_value(value: Any) -> str:
     try:
-        return json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(arguments)
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError):
+            return repr(value)
 
 
 def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
@@ -27,7 +45,12 @@ def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
 
     Clients that rewrite tool call ids still send the same function and arguments back.
     """
-    text = "\0".join((model or "", name, canonical_arguments(arguments)))
+    return _fingerprint(model or "", name, canonical_arguments(arguments))
+
+
+@lru_cache(maxsize=8192)
+def _fingerprint(model: str, name: str, canonical: str) -> str:
+    text = "\0".join((model, name, canonical))
     return "fp:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
@@ -57,8 +80,10 @@ class ToolCallRef(BaseModel):
     id: str = ""
     name: str = ""
     arguments: str = ""  # as sent: a JSON string, or canonical JSON for object arguments
-    aliases: list[str] = []  # other ids the call is known by (a Responses fc_ id, a LiteLLM short id)
-    fields: dict[str, Any] = {}  # state on the call itself (Gemini thoughtSignature, extra_content, ...)
+    # other ids the call is known by (a Responses fc_ id, a LiteLLM short id)
+    aliases: list[str] = Field(default_factory=list)
+    # state on the call itself (Gemini thoughtSignature, extra_content, ...)
+    fields: dict[str, Any] = Field(default_factory=dict)
 
 
 class ReasoningRecord(BaseModel):
@@ -72,9 +97,10 @@ class ReasoningRecord(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     wire_format: str
-    fields: dict[str, Any] = {}
-    tool_calls: list[ToolCallRef] = []
-    extra_keys: list[str] = []  # keys not tied to a tool call (a Responses msg_ id, a text part's hash)
+    fields: dict[str, Any] = Field(default_factory=dict)
+    tool_calls: list[ToolCallRef] = Field(default_factory=list)
+    # keys not tied to a tool call (a Responses msg_ id, a text part's hash)
+    extra_keys: list[str] = Field(default_factory=list)
     response_id: str | None = None
     request_model: str | None = None
     response_model: str | None = None
@@ -100,10 +126,12 @@ class ReasoningRecord(BaseModel):
 
     def find_call(self, key: str) -> ToolCallRef | None:
         for call in self.tool_calls:
-            if key in (call.id, *call.aliases) and key:
+            if key and (key == call.id or key in call.aliases):
                 return call
-            if call.name and key == call_fingerprint(self.request_model, call.name, call.arguments):
-                return call
+        if key.startswith("fp:"):
+            for call in self.tool_calls:
+                if call.name and key == call_fingerprint(self.request_model, call.name, call.arguments):
+                    return call
         return None
 
 
@@ -120,7 +148,7 @@ class RepairAction(BaseModel):
     kind: RepairKind
     location: str
     index: int
-    fields: list[str] = []
+    fields: list[str] = Field(default_factory=list)
     tool_call_id: str | None = None
     response_id: str | None = None
     via: Literal["id", "fingerprint"] | None = None

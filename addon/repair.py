@@ -82,18 +82,16 @@ class RequestRepair:
             return
         wire_format, body = claimed
         scope = request_scope(request)
-        meta: dict[str, Any] = {
-            "format": wire_format.name,
-            "scope": str(scope),
-            "host": scope.host,
-            "request_model": wire_format.request_model(request.path, body, None),
-        }
+        meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
         flow.metadata[META] = meta
         if not wire_format.may_need_repair(body):
+            # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
+            meta["request_model"] = wire_format.request_model(request.path, body, None)
             return
         try:
             doc = jsoncodec.loads(body)
         except ValueError:
+            meta["request_model"] = wire_format.request_model(request.path, body, None)
             report_skip(flow, "request body is not valid JSON; forwarded unchanged", self.config.events)
             return
         store, settings = self.config.store, self.config.settings

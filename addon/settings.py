@@ -72,7 +72,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "llm_cache_max_entries",
         "100000",
-        "Most entries (one per tool call id) the cache keeps; the oldest go first.",
+        "Most captured turns the cache keeps (each found by all of its tool call ids); the oldest go first.",
     ),
     OptionSpec(
         "llm_log_opaque",

@@ -165,13 +165,14 @@ def test_expiry_with_fake_clock(backend):
     assert store.prune() == 1
 
 
-def test_prune_counts_every_key_of_an_expired_put(backend):
+def test_prune_counts_captured_turns_not_keys(backend):
     clock = FakeClock(0.0)
     store = backend(CacheLimits(max_age=10.0, max_entries=1000), clock)
     store.put(SCOPE, ["a", "b", "c"], make_record())
     store.put(OTHER_SCOPE, ["a"], make_record())
     clock.now = 11.0
-    assert store.prune() == 4
+    assert store.prune() == 2
+    assert store.get_many(SCOPE, ["a", "b", "c"]) == {} and store.get_many(OTHER_SCOPE, ["a"]) == {}
 
 
 def test_count_bound(backend):
@@ -201,11 +202,11 @@ def test_memory_store_evicts_oldest_on_put():
         "k2": make_record(2),
         "k3": make_record(3),
     }
-    store.put(SCOPE, ["m1", "m2", "m3", "m4"], make_record(4))
+    store.put(SCOPE, ["m1", "m2", "m3", "m4"], make_record(4))  # one turn, four keys: one entry
     assert store.get_many(SCOPE, ["k0", "k2", "k3", "m1", "m2", "m3", "m4"]) == {
-        "m2": make_record(4),
-        "m3": make_record(4),
-        "m4": make_record(4),
+        "k0": make_record(9),
+        "k3": make_record(3),
+        **{key: make_record(4) for key in ("m1", "m2", "m3", "m4")},
     }
 
 
@@ -405,7 +406,7 @@ def test_sqlite_survives_sigkill(tmp_path):
     store.close()
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-        assert db.execute("SELECT count(*) FROM reasoning").fetchone() == (50,)
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (50,)
 
 
 def test_sqlite_unusable_parent_raises_store_error(tmp_path):
@@ -446,9 +447,13 @@ def test_open_store_error_for_bad_path(tmp_path):
 def test_sqlite_corrupted_row_is_skipped(tmp_path, corrupt, caplog):
     path = tmp_path / "c.db"
     store = SQLiteStore(path, LIMITS)
-    store.put(SCOPE, ["bad", "good"], make_record())
+    store.put(SCOPE, ["bad"], make_record())
+    store.put(SCOPE, ["good"], make_record())
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE reasoning SET record = ? WHERE key = 'bad'", (corrupt,))
+        db.execute(
+            "UPDATE records SET record = ? WHERE id = (SELECT record_id FROM record_keys WHERE key = 'bad')", (corrupt,)
+        )
+    store = SQLiteStore(path, LIMITS)  # a process that has not read these entries yet
     with caplog.at_level("WARNING", logger="addon.cache.sqlite_store"):
         assert store.get_many(SCOPE, ["bad", "good"]) == {"good": make_record()}
     assert "bad" in caplog.text

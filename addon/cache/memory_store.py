@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -11,39 +12,53 @@ from .base import CacheLimits
 
 
 class MemoryStore:
+    """Captured turns, oldest first, each reachable through its keys; bounded like the SQLite store."""
+
     description = "memory"
 
     def __init__(self, limits: CacheLimits, clock: Callable[[], float] = time.time) -> None:
         self._limits = limits
         self._clock = clock
-        self._entries: OrderedDict[tuple[str, str], tuple[float, ReasoningRecord]] = OrderedDict()
+        self._ids = itertools.count()
+        self._records: OrderedDict[int, tuple[float, ReasoningRecord, list[tuple[str, str]]]] = OrderedDict()
+        self._keys: dict[tuple[str, str], int] = {}
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
         oldest = self._clock() - self._limits.max_age
         found = {}
         for key in keys:
-            entry = self._entries.get((scope, key))
+            entry = self._records.get(self._keys.get((scope, key), -1))
             if entry is not None and entry[0] >= oldest:
                 found[key] = entry[1]
         return found
 
     def put(self, scope: str, keys: Sequence[str], record: ReasoningRecord) -> None:
-        now = self._clock()
-        for key in keys:
-            self._entries.pop((scope, key), None)
-            self._entries[(scope, key)] = (now, record)
-        while len(self._entries) > self._limits.max_entries:
-            self._entries.popitem(last=False)
+        if not keys:
+            return
+        record_id = next(self._ids)
+        scoped = [(scope, key) for key in dict.fromkeys(keys)]
+        self._records[record_id] = (self._clock(), record, scoped)
+        for scoped_key in scoped:
+            self._keys[scoped_key] = record_id
+        while len(self._records) > self._limits.max_entries:
+            self._drop(next(iter(self._records)))
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
-        return sum(self._entries.pop((scope, key), None) is not None for key in keys)
+        return sum(self._keys.pop((scope, key), None) is not None for key in dict.fromkeys(keys))
 
     def prune(self) -> int:
         oldest = self._clock() - self._limits.max_age
-        stale = [k for k, (stored_at, _) in self._entries.items() if stored_at < oldest]
-        for key in stale:
-            del self._entries[key]
+        stale = [record_id for record_id, (stored_at, _, _) in self._records.items() if stored_at < oldest]
+        for record_id in stale:
+            self._drop(record_id)
         return len(stale)
 
+    def _drop(self, record_id: int) -> None:
+        _, _, scoped = self._records.pop(record_id)
+        for scoped_key in scoped:
+            if self._keys.get(scoped_key) == record_id:
+                del self._keys[scoped_key]
+
     def close(self) -> None:
-        self._entries.clear()
+        self._records.clear()
+        self._keys.clear()

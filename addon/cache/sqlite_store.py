@@ -3,6 +3,12 @@
 WAL mode lets readers and one writer work at once across processes, and a
 transaction that committed survives the proxy being killed (SIGKILL) because it
 is already in the WAL file; only a power loss could drop the newest commits.
+
+A captured turn is stored once (`records`) and found through each of its keys
+(`record_keys`: tool call ids, aliases, name-and-arguments fingerprints), so a
+lookup reads each record's text once however many keys lead to it. A stored
+record never changes and its id is never reused, so each process keeps the
+records it has read in memory: a client re-sends the same history every turn.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import logging
 import os
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -22,24 +29,35 @@ from .base import CacheLimits, StoreError
 
 logger = logging.getLogger(__name__)
 
+SCHEMA_VERSION = 3
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS reasoning (
+CREATE TABLE IF NOT EXISTS records (
+    id        INTEGER PRIMARY KEY AUTOINCREMENT,
+    record    TEXT NOT NULL,
+    stored_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS records_stored_at ON records (stored_at);
+CREATE TABLE IF NOT EXISTS record_keys (
     scope     TEXT NOT NULL,
     key       TEXT NOT NULL,
-    record    TEXT NOT NULL,
-    stored_at REAL NOT NULL,
+    record_id INTEGER NOT NULL,
     PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS reasoning_stored_at ON reasoning (stored_at);
+CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
 """
 _KEYS_PER_QUERY = 500
 _PRUNE_EVERY = 256  # puts between two prunes
+_REMEMBERED = 8192  # parsed records kept in memory
 
 
 def _create_private(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+
+
+def _batches(items: list, size: int = _KEYS_PER_QUERY) -> list[list]:
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 class SQLiteStore:
@@ -49,6 +67,7 @@ class SQLiteStore:
         self._limits = limits
         self._clock = clock
         self._puts = 0
+        self._read: OrderedDict[int, tuple[float, ReasoningRecord]] = OrderedDict()  # id -> (stored_at, record)
         try:
             _create_private(path)
             # SQLite gives the -wal and -shm files the database file's permissions.
@@ -57,64 +76,118 @@ class SQLiteStore:
             if mode.lower() != "wal":
                 raise StoreError(f"cache {path}: SQLite refused WAL mode (got {mode!r})")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._migrate()
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the reasoning cache at {path}: {e}") from e
         self.prune()
 
+    def _migrate(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version < SCHEMA_VERSION:
+                # Earlier layouts are a cache of disposable entries: start afresh rather than convert.
+                for table in ("reasoning", "record_keys", "records"):
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
+            for statement in filter(str.strip, _SCHEMA.split(";")):
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
-        oldest = self._clock() - self._limits.max_age
-        found: dict[str, ReasoningRecord] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _KEYS_PER_QUERY):
-            batch = unique[start : start + _KEYS_PER_QUERY]
+        ids: dict[str, int] = {}
+        for batch in _batches(list(dict.fromkeys(keys))):
             rows = self._db.execute(
-                f"SELECT key, record FROM reasoning WHERE scope = ? AND stored_at >= ? "
-                f"AND key IN ({','.join('?' * len(batch))})",
-                (scope, oldest, *batch),
+                f"SELECT key, record_id FROM record_keys WHERE scope = ? AND key IN ({','.join('?' * len(batch))})",
+                (scope, *batch),
             )
-            for key, raw in rows:
+            ids.update(rows)
+        if not ids:
+            return {}
+        oldest = self._clock() - self._limits.max_age
+        records: dict[int, ReasoningRecord] = {}
+        unread = []
+        for record_id in set(ids.values()):
+            remembered = self._read.get(record_id)
+            if remembered is None:
+                unread.append(record_id)
+            elif remembered[0] >= oldest:
+                records[record_id] = remembered[1]
+        for batch in _batches(unread):
+            rows = self._db.execute(
+                f"SELECT id, stored_at, record FROM records WHERE id IN ({','.join('?' * len(batch))})", batch
+            )
+            for record_id, stored_at, raw in rows:
                 try:
-                    found[key] = ReasoningRecord.model_validate(jsoncodec.loads(raw))
+                    record = ReasoningRecord.model_validate(jsoncodec.loads(raw))
                 except (ValueError, ValidationError):
-                    logger.warning("llm cache: ignoring unreadable entry for tool call %s", key)
-        return found
+                    named = ", ".join(key for key, found in ids.items() if found == record_id)
+                    logger.warning("llm cache: ignoring an unreadable entry for %s", named)
+                    continue
+                self._remember(record_id, stored_at, record)
+                if stored_at >= oldest:
+                    records[record_id] = record
+        return {key: records[record_id] for key, record_id in ids.items() if record_id in records}
+
+    def _remember(self, record_id: int, stored_at: float, record: ReasoningRecord) -> None:
+        self._read[record_id] = (stored_at, record)
+        if len(self._read) > _REMEMBERED:
+            self._read.popitem(last=False)
 
     def put(self, scope: str, keys: Sequence[str], record: ReasoningRecord) -> None:
         if not keys:
             return
         # Not model_dump_json(): it refuses lone surrogates, which a provider can send.
         raw = jsoncodec.dumps(record.model_dump()).decode()
-        now = self._clock()
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            stored_at = self._clock()
+            record_id = self._db.execute(
+                "INSERT INTO records (record, stored_at) VALUES (?, ?)", (raw, stored_at)
+            ).lastrowid
             self._db.executemany(
-                "INSERT OR REPLACE INTO reasoning (scope, key, record, stored_at) VALUES (?, ?, ?, ?)",
-                [(scope, key, raw, now) for key in keys],
+                "INSERT OR REPLACE INTO record_keys (scope, key, record_id) VALUES (?, ?, ?)",
+                [(scope, key, record_id) for key in dict.fromkeys(keys)],
             )
             self._db.execute("COMMIT")
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
+        self._remember(record_id, stored_at, record)
         self._puts += 1
         if self._puts % _PRUNE_EVERY == 0:
             self.prune()
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
         removed = 0
-        for key in dict.fromkeys(keys):
-            removed += self._db.execute("DELETE FROM reasoning WHERE scope = ? AND key = ?", (scope, key)).rowcount
+        for batch in _batches(list(dict.fromkeys(keys))):
+            removed += self._db.execute(
+                f"DELETE FROM record_keys WHERE scope = ? AND key IN ({','.join('?' * len(batch))})", (scope, *batch)
+            ).rowcount
         return removed
 
     def prune(self) -> int:
+        """Drops records past the age and count limits, and keys that lead nowhere; returns records dropped."""
         oldest = self._clock() - self._limits.max_age
-        removed = self._db.execute("DELETE FROM reasoning WHERE stored_at < ?", (oldest,)).rowcount
-        removed += self._db.execute(
-            "DELETE FROM reasoning WHERE (scope, key) IN "
-            "(SELECT scope, key FROM reasoning ORDER BY stored_at DESC LIMIT -1 OFFSET ?)",
-            (self._limits.max_entries,),
-        ).rowcount
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            removed = self._db.execute("DELETE FROM records WHERE stored_at < ?", (oldest,)).rowcount
+            removed += self._db.execute(
+                "DELETE FROM records WHERE id IN (SELECT id FROM records ORDER BY stored_at DESC LIMIT -1 OFFSET ?)",
+                (self._limits.max_entries,),
+            ).rowcount
+            # Records whose every key was replaced or deleted, and keys whose record is gone.
+            self._db.execute("DELETE FROM records WHERE id NOT IN (SELECT record_id FROM record_keys)")
+            self._db.execute("DELETE FROM record_keys WHERE record_id NOT IN (SELECT id FROM records)")
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
         return removed
 
     def close(self) -> None:
+        self._read.clear()
         self._db.close()

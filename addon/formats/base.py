@@ -44,16 +44,24 @@ class CacheView:
     model: str | None
     mismatched: dict[str, str] = field(default_factory=dict)  # key -> model the record came from
     used: list[ReasoningRecord] = field(default_factory=list)  # records handed out, for self-healing
+    _used_ids: set[int] = field(default_factory=set)
+    _calls: dict[tuple[Any, ...], CallHit | None] = field(default_factory=dict)  # repairs ask about a call repeatedly
 
     def call(self, call_id: str | None, name: str | None, arguments: Any) -> CallHit | None:
-        for key in call_lookup_keys(self.model, call_id, name, arguments):
-            record = self.record(key)
-            if record is None:
-                continue
-            captured = record.find_call(key)
-            if captured is not None:
-                return CallHit(record, captured, "fingerprint" if key.startswith("fp:") else "id")
-        return None
+        memo = (call_id, name, arguments if isinstance(arguments, str) else None)
+        if memo[2] is not None and memo in self._calls:
+            return self._calls[memo]
+        hit = None
+        if self.found:
+            for key in call_lookup_keys(self.model, call_id, name, arguments):
+                record = self.record(key)
+                captured = record.find_call(key) if record is not None else None
+                if captured is not None:
+                    hit = CallHit(record, captured, "fingerprint" if key.startswith("fp:") else "id")
+                    break
+        if memo[2] is not None:
+            self._calls[memo] = hit
+        return hit
 
     def record(self, key: str) -> ReasoningRecord | None:
         record = self.found.get(key)
@@ -62,7 +70,8 @@ class CacheView:
         if self.model and record.request_model and record.request_model != self.model:
             self.mismatched[key] = record.request_model
             return None
-        if not any(record is used for used in self.used):
+        if id(record) not in self._used_ids:
+            self._used_ids.add(id(record))
             self.used.append(record)
         return record
 

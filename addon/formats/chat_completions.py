@@ -259,18 +259,25 @@ class ChatCompletions:
         actions: list[RepairAction] = []
         index = 0
         while index + 1 < len(messages):
-            if _is_split_pair(messages[index], messages[index + 1], cache):
-                messages[index : index + 2] = [_merge(messages[index], messages[index + 1])]
-                actions.append(RepairAction(kind="merged", location=f"messages[{index}]", index=index))
+            second = messages[index + 1]
+            # Only a pair ending in an assistant message can be a split turn; most pairs are not.
+            if type(second) is dict and second.get("role") == "assistant":
+                if _is_split_pair(messages[index], second, cache):
+                    messages[index : index + 2] = [_merge(messages[index], second)]
+                    actions.append(RepairAction(kind="merged", location=f"messages[{index}]", index=index))
             index += 1
         for index, message in enumerate(messages):
-            if not (_is_assistant(message) and _has_tool_calls(message)):
+            if type(message) is not dict or message.get("role") != "assistant":
+                continue
+            calls = message.get("tool_calls")
+            if type(calls) is not list or not calls:
                 continue
             if message.get("content") == []:
                 message["content"] = None
                 actions.append(RepairAction(kind="content_null", location=f"messages[{index}]", index=index))
-            actions.extend(_restore_message(index, message, cache))
-            actions.extend(_restore_calls(index, messages, cache))
+            hits = [(call, cache.call(*_call_parts(call))) for call in calls if type(call) is dict]
+            actions.extend(_restore_message(index, message, hits))
+            actions.extend(_restore_calls(index, messages, hits))
         return actions
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
@@ -352,11 +359,15 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
     return violations
 
 
-def _restore_message(index: int, message: dict[str, Any], cache: CacheView) -> list[RepairAction]:
-    found = _first_hit(message, cache)
+def _restore_message(
+    index: int, message: dict[str, Any], hits: list[tuple[dict[str, Any], CallHit | None]]
+) -> list[RepairAction]:
+    """The turn's state back on the message, from the first of its calls found in the cache."""
+    found = next(((call, hit) for call, hit in hits if hit is not None), None)
     if found is None:
         return []
-    call_id, hit = found
+    call, hit = found
+    call_id = call.get("id") if isinstance(call.get("id"), str) else None
     record = hit.record
     restored = [name for name, value in record.fields.items() if is_missing(name, message.get(name))]
     for name in restored:
@@ -376,11 +387,13 @@ def _restore_message(index: int, message: dict[str, Any], cache: CacheView) -> l
     ]
 
 
-def _restore_calls(index: int, messages: list[Any], cache: CacheView) -> list[RepairAction]:
+def _restore_calls(
+    index: int, messages: list[Any], hits: list[tuple[dict[str, Any], CallHit | None]]
+) -> list[RepairAction]:
+    """State carried on each call back on that call, and LiteLLM ids made whole again."""
     actions = []
-    for position, call in enumerate(_tool_calls(messages[index])):
-        hit = cache.call(*_call_parts(call))
-        if hit is None:
+    for position, (call, hit) in enumerate(hits):
+        if hit is None or not (hit.call.fields or hit.call.aliases):
             continue
         location = f"messages[{index}].tool_calls[{position}]"
         restored = [name for name, value in hit.call.fields.items() if call_field(call, name) is None]

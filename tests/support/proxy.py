@@ -44,6 +44,11 @@ class MitmdumpProcess:
         return f"http://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    @property
     def output(self) -> str:
         return "\n".join(self.lines)
 

@@ -1,0 +1,595 @@
+"""What the addon costs on top of mitmproxy, measured side by side in one run.
+
+Every workload is sent three ways, interleaved round by round so that the
+machine's noise falls on all three alike: straight to a fake provider on
+loopback ("direct"), through mitmdump that only streams event streams
+("plain", scripts/bench_stream_only.py), and through `mitmdump -s
+addon/main.py` ("addon"). Medians and the ratios addon/plain and plain/direct
+are printed and written as JSON. The pure capture and repair functions are
+also timed in process, and the proxy's resident memory is watched over a
+thousand streamed turns and one 50 MB stream.
+
+    scripts/bench [--out bench-results.json] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+from mitmproxy import http  # noqa: E402
+
+from addon import formats, jsoncodec  # noqa: E402
+from addon.cache import CacheLimits, SQLiteStore  # noqa: E402
+from addon.formats.chat_completions import ChatCompletions  # noqa: E402
+from addon.records import ReasoningRecord, ToolCallRef  # noqa: E402
+from addon.repair import plan_repair  # noqa: E402
+from addon.response_tap import ResponseTap  # noqa: E402
+from addon.scope import credential_fingerprint  # noqa: E402
+from tests.support.proxy import MitmdumpProcess  # noqa: E402
+
+AUTH = "Bearer bench-key"
+HEADERS = {"authorization": AUTH, "content-type": "application/json"}
+TARGETS = ("direct", "plain", "addon")
+MODEL = "gemini-3-pro-preview"
+TARGET_RATIOS = {  # addon / plain, from the issue
+    "a": ("<=", 1.05),
+    "b": ("<=", 1.10),
+    "c": ("<=", 1.5),
+    "d_first_event": ("<=", 1.10),
+    "d_total": ("<=", 1.15),
+    "e": (">=", 0.90),
+}
+
+
+# --- bodies ------------------------------------------------------------------------------------
+
+
+def opaque(i: int, size: int = 1200) -> str:
+    return (f"op{i:04d}" * (size // 6 + 1))[:size]
+
+
+def chat_history(turns: int, result_bytes: int, *, broken: bool) -> dict:
+    """An agent's chat completions history: system, task, then (tool call, tool result) per turn.
+
+    `broken`: the client dropped reasoning_opaque and sent content: [] (repair needed);
+    otherwise every assistant message carries its reasoning (nothing to repair).
+    """
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a coding agent. " * 40},
+        {"role": "user", "content": "Refactor the date module and run the tests."},
+    ]
+    for i in range(turns):
+        call = {
+            "id": f"call_bench_{i:04d}",
+            "type": "function",
+            "function": {"name": "read", "arguments": json.dumps({"filePath": f"src/module_{i}.py"})},
+        }
+        assistant = {"role": "assistant", "content": [] if broken else None, "tool_calls": [call]}
+        if not broken:
+            assistant |= {"reasoning_text": f"Reading module {i}.", "reasoning_opaque": opaque(i)}
+        messages.append(assistant)
+        messages.append(
+            {"role": "tool", "tool_call_id": call["id"], "content": ("line of code\n" * result_bytes)[:result_bytes]}
+        )
+    return {"model": MODEL, "messages": messages, "tools": [{"type": "function", "function": {"name": "read"}}]}
+
+
+def responses_input(turns: int, output_bytes: int) -> dict:
+    items: list[dict] = [{"role": "user", "content": "Refactor the date module."}]
+    for i in range(turns):
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_bench_{i:04d}",
+                "call_id": f"call_r_{i:04d}",
+                "name": "read",
+                "arguments": json.dumps({"filePath": f"src/module_{i}.py"}),
+            }
+        )
+        items.append({"type": "function_call_output", "call_id": f"call_r_{i:04d}", "output": "x" * output_bytes})
+    return {"model": "gpt-5", "input": items, "store": False, "include": ["reasoning.encrypted_content"]}
+
+
+def anthropic_history(turns: int, result_bytes: int) -> dict:
+    messages: list[dict] = [{"role": "user", "content": "Refactor the date module."}]
+    for i in range(turns):
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": f"toolu_bench_{i:04d}",
+                        "name": "read",
+                        "input": {"filePath": f"src/m{i}.py"},
+                    }
+                ],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_bench_{i:04d}", "content": "x" * result_bytes}
+                ],
+            }
+        )
+    return {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 4096,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": messages,
+    }
+
+
+def seed_records() -> list[ReasoningRecord]:
+    """What the proxy would have captured from the answers that made the histories above."""
+    records = []
+    for i in range(199):
+        call = ToolCallRef(
+            id=f"call_bench_{i:04d}", name="read", arguments=json.dumps({"filePath": f"src/module_{i}.py"})
+        )
+        records.append(
+            ReasoningRecord(
+                wire_format="chat_completions",
+                request_model=MODEL,
+                response_id=f"r{i}",
+                fields={"reasoning_text": f"Reading module {i}.", "reasoning_opaque": opaque(i)},
+                tool_calls=[call],
+            )
+        )
+        item = {
+            "id": f"rs_bench_{i:04d}",
+            "type": "reasoning",
+            "summary": [],
+            "encrypted_content": "gAAAA" + opaque(i, 1600),
+        }
+        fc = ToolCallRef(
+            id=f"call_r_{i:04d}",
+            aliases=[f"fc_bench_{i:04d}"],
+            name="read",
+            arguments=json.dumps({"filePath": f"src/module_{i}.py"}),
+        )
+        records.append(
+            ReasoningRecord(
+                wire_format="openai_responses",
+                request_model="gpt-5",
+                response_id=f"resp_{i}",
+                fields=item,
+                tool_calls=[fc],
+            )
+        )
+        block = {"type": "thinking", "thinking": f"I should read module {i}.", "signature": "Eq" + opaque(i, 800)}
+        use = ToolCallRef(id=f"toolu_bench_{i:04d}", name="read", arguments=json.dumps({"filePath": f"src/m{i}.py"}))
+        records.append(
+            ReasoningRecord(
+                wire_format="anthropic_messages",
+                request_model="claude-sonnet-4-5",
+                response_id=f"msg_{i}",
+                fields={"thinking_blocks": [block]},
+                tool_calls=[use],
+            )
+        )
+    return records
+
+
+@dataclass
+class Bodies:
+    a: bytes = b'{"event": "keystroke", "file": "main.py"}'
+    b: bytes = b""
+    c: bytes = b""
+    f_responses: bytes = b""
+    f_anthropic: bytes = b""
+
+    def __post_init__(self) -> None:
+        self.b = json.dumps(chat_history(30, 3000, broken=False)).encode()
+        self.c = json.dumps(chat_history(199, 4600, broken=True)).encode()
+        self.f_responses = json.dumps(responses_input(199, 4600)).encode()
+        self.f_anthropic = json.dumps(anthropic_history(199, 4700)).encode()
+
+
+# --- processes ---------------------------------------------------------------------------------
+
+
+def start_upstream() -> tuple[subprocess.Popen[str], int]:
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "bench_upstream.py")], stdout=subprocess.PIPE, text=True
+    )
+    line = process.stdout.readline()  # type: ignore[union-attr]
+    return process, int(line.split()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def seed_cache(path: Path, upstream_port: int) -> None:
+    scope = f"127.0.0.1:{upstream_port}|{credential_fingerprint([f'authorization:{AUTH}'])}"
+    store = SQLiteStore(path, CacheLimits(max_age=86400 * 30, max_entries=10**6))
+    for record in seed_records():
+        store.put(scope, record.keys(), record)
+    store.close()
+
+
+# --- measuring ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Result:
+    samples: dict[str, list[float]] = field(default_factory=lambda: {t: [] for t in TARGETS})
+
+    def median(self, target: str) -> float:
+        return statistics.median(self.samples[target])
+
+
+def rounds(count: int) -> list[tuple[str, ...]]:
+    """The order of the targets in each round, rotated so none always goes first."""
+    return [TARGETS[i % 3 :] + TARGETS[: i % 3] for i in range(count)]
+
+
+def sequential(clients: dict[str, httpx.Client], path: str, body: bytes, count: int, **headers: str) -> Result:
+    result = Result()
+    for order in rounds(count):
+        for target in order:
+            started = time.perf_counter()
+            response = clients[target].post(path, content=body, headers={**HEADERS, **headers})
+            response.read()
+            result.samples[target].append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.text[:200]
+    return result
+
+
+def streamed(clients: dict[str, httpx.Client], events: int, count: int) -> tuple[Result, Result]:
+    first, total = Result(), Result()
+    body = json.dumps(
+        {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    ).encode()
+    for order in rounds(count):
+        for target in order:
+            started = time.perf_counter()
+            arrived = None
+            with clients[target].stream(
+                "POST", "/v1/chat/completions", content=body, headers={**HEADERS, "x-bench-events": str(events)}
+            ) as response:
+                for _ in response.iter_raw():
+                    arrived = arrived or time.perf_counter()
+            ended = time.perf_counter()
+            first.samples[target].append(((arrived or ended) - started) * 1000)
+            total.samples[target].append((ended - started) * 1000)
+    return first, total
+
+
+async def _conversations(base_url: str, clients: int, turns: int, events: int) -> float:
+    body = json.dumps(
+        {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    ).encode()
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) as client:
+
+        async def conversation() -> None:
+            for _ in range(turns):
+                async with client.stream(
+                    "POST", "/v1/chat/completions", content=body, headers={**HEADERS, "x-bench-events": str(events)}
+                ) as response:
+                    async for _ in response.aiter_raw():
+                        pass
+
+        started = time.perf_counter()
+        await asyncio.gather(*(conversation() for _ in range(clients)))
+        return clients * turns / (time.perf_counter() - started)
+
+
+def concurrent(urls: dict[str, str], count: int, *, clients: int = 32, turns: int = 6, events: int = 100) -> Result:
+    result = Result()
+    for order in rounds(count):
+        for target in order:
+            result.samples[target].append(asyncio.run(_conversations(urls[target], clients, turns, events)))
+    return result
+
+
+# --- in process ----------------------------------------------------------------------------------
+
+
+def per_call(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Fastest and median seconds per call; the fastest is the figure to compare (noise only adds time)."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times), statistics.median(times)
+
+
+def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -> dict[str, dict[str, float]]:
+    from scripts.bench_upstream import event_stream  # the same stream the proxy gets
+
+    repeat = 5 if quick else 20
+    store_path = scratch / "inproc.db"
+    seed_cache(store_path, upstream_port)
+    store = SQLiteStore(store_path, CacheLimits(max_age=86400 * 30, max_entries=10**6))
+    out: dict[str, dict[str, float]] = {}
+
+    def repair_timing(name: str, path: str, body: bytes) -> None:
+        request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}{path}", body, HEADERS)
+        wire_format = formats.claim("POST", path, body)
+        assert wire_format is not None
+
+        def run() -> int:
+            doc = jsoncodec.loads(body)
+            model = wire_format.request_model(path, body, doc)
+            plan = plan_repair(wire_format, request, doc, model, store, "auto")
+            return len(jsoncodec.dumps(doc)) if plan.actions else 0
+
+        assert run() > 0, f"{name}: nothing was repaired"
+        best, median = per_call(run, repeat)
+        out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": len(body) / best / 1e6}
+
+    repair_timing("repair c: chat 1 MB, 199 calls", "/v1/chat/completions", bodies.c)
+    repair_timing("repair f: responses 1 MB", "/v1/responses", bodies.f_responses)
+    repair_timing("repair f: anthropic 1 MB", "/v1/messages", bodies.f_anthropic)
+
+    def recognise_b() -> None:
+        wire_format = formats.claim("POST", "/v1/chat/completions", bodies.b)
+        assert wire_format is not None and wire_format.may_need_repair(bodies.b)
+        doc = jsoncodec.loads(bodies.b)
+        request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}/v1/chat/completions", bodies.b, HEADERS)
+        plan_repair(wire_format, request, doc, MODEL, store, "auto")
+
+    best, median = per_call(recognise_b, repeat * 5)
+    out["check b: chat 100 KB, nothing to repair"] = {
+        "ms": best * 1000,
+        "median_ms": median * 1000,
+        "mb_per_s": len(bodies.b) / best / 1e6,
+    }
+
+    stream = b"".join(event_stream(2000, 0))
+    pieces = [stream[i : i + 4096] for i in range(0, len(stream), 4096)]
+
+    def capture() -> None:
+        reader = ChatCompletions().reader()
+        tap = ResponseTap(
+            reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None
+        )
+        for piece in pieces:
+            tap(piece)
+        tap(b"")
+        assert reader.records(complete=True)
+
+    best, median = per_call(capture, repeat * 2)
+    out["capture d: 2000-event stream"] = {
+        "ms": best * 1000,
+        "median_ms": median * 1000,
+        "mb_per_s": len(stream) / best / 1e6,
+    }
+    store.close()
+    return out
+
+
+# --- memory ------------------------------------------------------------------------------------
+
+
+def memory(proxy: MitmdumpProcess, quick: bool) -> dict[str, float]:
+    pid = proxy.pid
+    body = json.dumps(
+        {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+    ).encode()
+    turns = 200 if quick else 1000
+    with httpx.Client(base_url=proxy.url, timeout=120) as client:
+
+        def turn(events: int, event_bytes: int = 0) -> None:
+            headers = {**HEADERS, "x-bench-events": str(events), "x-bench-event-bytes": str(event_bytes)}
+            with client.stream("POST", "/v1/chat/completions", content=body, headers=headers) as response:
+                for _ in response.iter_raw():
+                    pass
+
+        for _ in range(100):  # warm-up: caches, pools, allocator arenas
+            turn(100)
+        before = rss_mb(pid)
+        for _ in range(turns):
+            turn(100)
+        after_turns = rss_mb(pid)
+        peak = [after_turns]
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                peak.append(rss_mb(pid))
+                time.sleep(0.02)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        turn(50_000, 1000)  # about 50 MB
+        done.set()
+        watcher.join()
+    return {
+        "turns": turns,
+        "rss_before_mb": before,
+        "rss_growth_over_turns_mb": after_turns - before,
+        "rss_growth_during_50mb_stream_mb": max(peak) - after_turns,
+    }
+
+
+# --- report ------------------------------------------------------------------------------------
+
+
+def ratio_row(name: str, key: str, result: Result, unit: str, higher_is_better: bool = False) -> dict:
+    direct, plain, addon = (result.median(t) for t in TARGETS)
+    row = {
+        "workload": name,
+        "key": key,
+        "unit": unit,
+        "direct": direct,
+        "plain": plain,
+        "addon": addon,
+        "plain_over_direct": plain / direct,
+        "addon_over_plain": addon / plain,
+    }
+    if key in TARGET_RATIOS:
+        op, limit = TARGET_RATIOS[key]
+        row["target"] = f"{op} {limit:.2f}"
+        row["meets_target"] = row["addon_over_plain"] <= limit if op == "<=" else row["addon_over_plain"] >= limit
+    return row
+
+
+def render(rows: list[dict], inproc: dict, mem: dict) -> str:
+    lines = [
+        f"{'workload':44} {'direct':>10} {'plain':>10} {'addon':>10} {'plain/direct':>13} {'addon/plain':>12}  target",
+        "-" * 112,
+    ]
+    for row in rows:
+        target = row.get("target", "")
+        verdict = "" if not target else ("ok" if row["meets_target"] else "MISSED")
+        lines.append(
+            f"{row['workload']:44} {row['direct']:>8.2f}{row['unit']:>2} {row['plain']:>8.2f}{row['unit']:>2} "
+            f"{row['addon']:>8.2f}{row['unit']:>2} {row['plain_over_direct']:>12.2f}x {row['addon_over_plain']:>12.3f}  "
+            f"{target} {verdict}"
+        )
+    lines += ["", f"{'in process (fastest of N; median)':44} {'ms/call':>10} {'median':>10} {'MB/s':>10}"]
+    for name, value in inproc.items():
+        lines.append(f"{name:44} {value['ms']:>10.2f} {value['median_ms']:>10.2f} {value['mb_per_s']:>10.1f}")
+    lines += [
+        "",
+        f"memory of the addon's proxy: +{mem['rss_growth_over_turns_mb']:.1f} MB over {mem['turns']} streamed turns "
+        f"(from {mem['rss_before_mb']:.0f} MB), +{mem['rss_growth_during_50mb_stream_mb']:.1f} MB during one 50 MB stream",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("bench-results.json"), help="where to write the JSON results")
+    parser.add_argument("--quick", action="store_true", help="fewer rounds: a smoke run, not figures to quote")
+    args = parser.parse_args()
+    scale = 0.2 if args.quick else 1.0
+    started = time.monotonic()
+    bodies = Bodies()
+    upstream, port = start_upstream()
+    with tempfile.TemporaryDirectory() as scratch_dir:
+        scratch = Path(scratch_dir)
+        cache = scratch / "cache.db"
+        seed_cache(cache, port)
+        common = ("--mode", f"reverse:http://127.0.0.1:{port}")
+        plain = MitmdumpProcess(
+            *common, "-s", str(ROOT / "scripts" / "bench_stream_only.py"), confdir=scratch / "conf", addon=False
+        )
+        addon = MitmdumpProcess(
+            *common,
+            "--set",
+            f"llm_cache={cache}",
+            "--set",
+            f"llm_log={scratch / 'events.jsonl'}",
+            confdir=scratch / "conf",
+        )
+        try:
+            plain.start()
+            addon.start()
+            urls = {"direct": f"http://127.0.0.1:{port}", "plain": plain.url, "addon": addon.url}
+            clients = {t: httpx.Client(base_url=u, timeout=60) for t, u in urls.items()}
+            # The repair workloads must really be repaired through the addon, and only there.
+            check = clients["addon"].post(
+                "/v1/chat/completions", content=bodies.c, headers={**HEADERS, "x-bench-echo": "1"}
+            )
+            assert check.json()["received"] > len(bodies.c), "workload c was not repaired"
+            n = lambda count: max(3, int(count * scale))  # noqa: E731
+            rows = [
+                ratio_row(
+                    "a  small POST, not LLM (p50)", "a", sequential(clients, "/v1/telemetry", bodies.a, n(300)), "ms"
+                ),
+                ratio_row(
+                    "b  chat 100 KB, nothing to repair (p50)",
+                    "b",
+                    sequential(clients, "/v1/chat/completions", bodies.b, n(150)),
+                    "ms",
+                ),
+                ratio_row(
+                    "c  chat 1 MB / 400 msgs, repaired (p50)",
+                    "c",
+                    sequential(clients, "/v1/chat/completions", bodies.c, n(40)),
+                    "ms",
+                ),
+            ]
+            first, total = streamed(clients, 2000, n(40))
+            rows += [
+                ratio_row("d  2000-event stream: first event", "d_first_event", first, "ms"),
+                ratio_row("d  2000-event stream: total", "d_total", total, "ms"),
+            ]
+            rows.append(
+                ratio_row(
+                    "e  32 concurrent streams: turns/s", "e", concurrent(urls, n(4) if not args.quick else 2), "/s"
+                )
+            )
+            rows += [
+                ratio_row(
+                    "f  responses 1 MB, rs_ inserted (p50)",
+                    "f_responses",
+                    sequential(clients, "/v1/responses", bodies.f_responses, n(30)),
+                    "ms",
+                ),
+                ratio_row(
+                    "f  anthropic 1 MB, thinking restored (p50)",
+                    "f_anthropic",
+                    sequential(clients, "/v1/messages", bodies.f_anthropic, n(30)),
+                    "ms",
+                ),
+            ]
+            for client in clients.values():
+                client.close()
+            inproc = in_process(bodies, port, scratch, args.quick)
+            mem = memory(addon, args.quick)
+            plain_mem = memory(plain, True)
+        finally:
+            plain.stop()
+            addon.stop()
+            upstream.terminate()
+    report = render(rows, inproc, mem)
+    print(report)
+    print(
+        f"(plain mitmdump for comparison: +{plain_mem['rss_growth_over_turns_mb']:.1f} MB over "
+        f"{plain_mem['turns']} turns, +{plain_mem['rss_growth_during_50mb_stream_mb']:.1f} MB during the 50 MB stream)"
+    )
+    elapsed = time.monotonic() - started
+    print(f"\n{elapsed:.0f} s on {os.cpu_count()} cores, Python {platform.python_version()}; results in {args.out}")
+    args.out.write_text(
+        json.dumps(
+            {
+                "rows": rows,
+                "in_process": inproc,
+                "memory": mem,
+                "plain_memory": plain_mem,
+                "seconds": elapsed,
+                "quick": args.quick,
+                "cpus": os.cpu_count(),
+            },
+            indent=2,
+        )
+    )
+    missed = [row["key"] for row in rows if row.get("meets_target") is False]
+    missed += ["repair in process >= 10 ms"] if inproc["repair c: chat 1 MB, 199 calls"]["ms"] >= 10 else []
+    missed += ["memory over turns"] if mem["rss_growth_over_turns_mb"] >= 20 else []
+    if missed:
+        print(f"targets missed: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
