@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
-from .records import ReasoningRecord, RepairAction, display_call_id, split_call_id
+from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ def summarize_record(
 
 def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[RepairAction]:
     """Repair actions for the log: ids that carry a signature are shortened unless opaque values are logged."""
-    if include_opaque:
+    if include_opaque or not any(SIGNATURE_IN_ID in (a.tool_call_id or "") + "".join(a.fields) for a in actions):
         return actions
     return [
         action.model_copy(

@@ -186,3 +186,20 @@ class Violation(BaseModel):
     def describe(self) -> str:
         call = f" (tool call {display_call_id(self.tool_call_id)})" if self.tool_call_id else ""
         return f"{self.location}: {self.message}{call}"
+
+
+def summarize_actions(actions: list[RepairAction], *, detail: int = 6) -> str:
+    """The repairs of one request for a person: each described, or grouped when there are many."""
+    if len(actions) <= detail:
+        return "; ".join(action.describe() for action in actions)
+    groups: dict[tuple[str, tuple[str, ...]], list[RepairAction]] = {}
+    for action in actions:
+        groups.setdefault((action.kind, tuple(action.fields)), []).append(action)
+    parts = []
+    for same in groups.values():
+        if len(same) == 1:
+            parts.append(same[0].describe())
+            continue
+        first = same[0].model_copy(update={"tool_call_id": None, "location": f"{len(same)} places"})
+        parts.append(f"{first.describe()} ({same[0].location} … {same[-1].location})")
+    return "; ".join(parts)

@@ -15,7 +15,7 @@ from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
 from .proxy_config import ProxyConfig
-from .records import RepairAction
+from .records import RepairAction, summarize_actions
 from .redact import redact_url
 from .scope import request_scope
 
@@ -104,16 +104,17 @@ class RequestRepair:
         actions = plan.actions
         if not actions:
             return
-        descriptions = [action.describe() for action in actions]
+        summary = summarize_actions(actions)
         if settings.repair:
             if self.config.keep_bodies():  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
             request.set_content(jsoncodec.dumps(doc))
             flow.marked = REPAIR_MARKER
-            add_comment(flow, "llm repaired: " + "; ".join(descriptions))
-            meta["repair_sites"] = [{"index": a.index, "kind": a.kind, "response_id": a.response_id} for a in actions]
+            add_comment(flow, "llm repaired: " + summary)
+            sites = {(a.index, a.response_id) for a in actions if a.kind in INSERTING}
+            meta["repair_sites"] = [{"index": index, "response_id": response_id} for index, response_id in sites]
             meta["cache_entries"] = plan.cache_entries()
-        meta["repairs"] = descriptions
+        meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
         self.config.events.write(
             Repaired(
@@ -127,4 +128,4 @@ class RequestRepair:
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s", verb, redact_url(request.pretty_url), "; ".join(descriptions))
+        logger.info("llm %s %s: %s", verb, redact_url(request.pretty_url), summary)

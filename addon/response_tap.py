@@ -15,6 +15,7 @@ from .decoding import StreamDecoder, UnsupportedEncoding, stream_decoder
 from .formats import ResponseReader
 from .sse_parser import SSEParser
 
+_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 # A non-streamed body is read whole at its end; past this size it is not read.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
@@ -67,8 +68,11 @@ class ResponseTap:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
         if self._parser is not None:
             try:
-                for event in self._parser.feed(self._decoder.decode(chunk)):  # type: ignore[union-attr]
-                    self.reader.feed_event(event)
+                data = self._decoder.decode(chunk)  # type: ignore[union-attr]
+                # Whole events that hold nothing the reader wants are passed over without being split.
+                if not (self._parser.idle and data.endswith(_EVENT_ENDS) and self.reader.skippable(data)):
+                    for event in self._parser.feed(data):
+                        self.reader.feed_event(event)
             except Exception as e:  # a broken copy must never break the stream itself
                 self._stop(f"stream not readable: {type(e).__name__}: {e}")
         return chunk

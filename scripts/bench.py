@@ -91,6 +91,15 @@ def chat_history(turns: int, result_bytes: int, *, broken: bool) -> dict:
     return {"model": MODEL, "messages": messages, "tools": [{"type": "function", "function": {"name": "read"}}]}
 
 
+def text_history(turns: int, text_bytes: int) -> dict:
+    """A long conversation without tool calls: nothing in it can need repair."""
+    messages: list[dict] = [{"role": "system", "content": "You are a helpful assistant. " * 20}]
+    for i in range(turns):
+        messages.append({"role": "user", "content": f"Question {i}: " + "explain this code " * (text_bytes // 36)})
+        messages.append({"role": "assistant", "content": f"Answer {i}: " + "it formats dates " * (text_bytes // 36)})
+    return {"model": MODEL, "messages": messages}
+
+
 def responses_input(turns: int, output_bytes: int) -> dict:
     items: list[dict] = [{"role": "user", "content": "Refactor the date module."}]
     for i in range(turns):
@@ -194,12 +203,14 @@ def seed_records() -> list[ReasoningRecord]:
 class Bodies:
     a: bytes = b'{"event": "keystroke", "file": "main.py"}'
     b: bytes = b""
+    b2: bytes = b""
     c: bytes = b""
     f_responses: bytes = b""
     f_anthropic: bytes = b""
 
     def __post_init__(self) -> None:
-        self.b = json.dumps(chat_history(30, 3000, broken=False)).encode()
+        self.b = json.dumps(text_history(25, 2000)).encode()
+        self.b2 = json.dumps(chat_history(30, 3000, broken=False)).encode()
         self.c = json.dumps(chat_history(199, 4600, broken=True)).encode()
         self.f_responses = json.dumps(responses_input(199, 4600)).encode()
         self.f_anthropic = json.dumps(anthropic_history(199, 4700)).encode()

@@ -2,9 +2,9 @@
 
 Run as `python scripts/bench_upstream.py`; it prints "listening PORT". Requests
 ask for what they want in headers, so the server never parses a body:
-`x-bench-events: N` streams N chat completion chunks (a quarter reasoning, then
-answer text, then a tool call carrying an opaque value, as an agent's turn
-ends); `x-bench-event-bytes: B` pads each text chunk to about B bytes;
+`x-bench-events: N` streams N chat completion chunks (reasoning first, a
+quarter of them up to 500, then answer text, then a tool call carrying an
+opaque value, as an agent's turn ends); `x-bench-event-bytes: B` pads each text chunk to about B bytes;
 anything else gets a small JSON answer.
 """
 
@@ -31,7 +31,7 @@ def event_stream(events: int, event_bytes: int) -> list[bytes]:
     pad = "x" * max(0, event_bytes - 200)
     out = []
     for i in range(max(events - 1, 0)):
-        if i < events // 4:
+        if i < min(events // 4, 500):
             delta = {"role": "assistant", "content": None, "reasoning_content": f"thinking {i} {pad}"}
         else:
             delta = {"role": "assistant", "content": f" token{i}{pad}"}

@@ -149,3 +149,34 @@ def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
     (record,) = tap_records(raw[:second_call], sse=True, complete=False)
     assert record.tool_call_ids == ["call_00_xzVVyar4M7TXmqAvwt5lz3v2"]
     assert record.complete is False
+
+
+def test_a_text_field_past_the_limit_is_dropped_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from addon.formats import chat_completions
+
+    monkeypatch.setattr(chat_completions, "MAX_FIELD_CHARS", 100)
+    chunks = [{"id": "r", "choices": [{"index": 0, "delta": {"reasoning_content": "x" * 40}}]} for _ in range(5)]
+    chunks.append(
+        {
+            "id": "r",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "reasoning_opaque": "OPQ",
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": "{}"},
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+    raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    (record,) = tap_records(raw, sse=True, size=None)
+    assert record.fields == {"reasoning_opaque": "OPQ"}

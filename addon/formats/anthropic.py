@@ -116,6 +116,9 @@ class AnthropicReader:
             if isinstance(doc, dict):
                 self._event(doc)
 
+    def skippable(self, data: bytes) -> bool:
+        return not any(marker in data for marker in _EVENT_MARKERS)
+
     def _event(self, doc: dict[str, Any]) -> None:
         kind = doc.get("type")
         if kind == "message_start":

@@ -92,6 +92,13 @@ class ResponseReader(Protocol):
 
     def feed_event(self, event: SSEEvent) -> None: ...
 
+    def skippable(self, data: bytes) -> bool:
+        """Whether whole SSE events holding these bytes cannot matter, so they need not even be split.
+
+        Most of a stream is answer text; recognising it without parsing keeps capture off the stream's path.
+        """
+        ...
+
     def feed_document(self, doc: Any) -> None: ...
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:

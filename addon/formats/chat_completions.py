@@ -34,6 +34,8 @@ NAME = "chat_completions"
 _EMPTY_CONTENT = (None, "", [])
 # Chunks that carry none of these hold only answer text and are not parsed.
 _INTERESTING = (b"reasoning", b"tool_calls", b"thought", b"extra_content")
+# Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
+MAX_FIELD_CHARS = 4 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -47,6 +49,7 @@ class _ToolCallSlot:
 @dataclass(slots=True)
 class _ChoiceState:
     texts: dict[str, list[str]] = field(default_factory=dict)
+    text_chars: dict[str, int] = field(default_factory=dict)  # -1 once a field outgrew MAX_FIELD_CHARS
     whole: dict[str, Any] = field(default_factory=dict)
     details: list[dict[str, Any]] = field(default_factory=list)
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
@@ -55,7 +58,7 @@ class _ChoiceState:
         for name in TEXT_FIELDS:
             value = part.get(name)
             if isinstance(value, str):
-                self.texts.setdefault(name, []).append(value)
+                self._add_text(name, value)
         for name in WHOLE_FIELDS:
             if part.get(name) is not None:
                 self.whole[name] = part[name]
@@ -66,6 +69,17 @@ class _ChoiceState:
             for call in calls:
                 if isinstance(call, dict):
                     self._add_call(call)
+
+    def _add_text(self, name: str, value: str) -> None:
+        chars = self.text_chars.get(name, 0)
+        if chars < 0:
+            return
+        if chars + len(value) > MAX_FIELD_CHARS:
+            self.text_chars[name] = -1
+            self.texts.pop(name, None)
+            return
+        self.text_chars[name] = chars + len(value)
+        self.texts.setdefault(name, []).append(value)
 
     def _add_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
@@ -125,6 +139,9 @@ class ChatCompletionsReader:
             return
         for doc in event_documents(data):
             self._feed(doc, "delta")
+
+    def skippable(self, data: bytes) -> bool:
+        return self.response_id is not None and not any(marker in data for marker in _INTERESTING)
 
     def feed_document(self, doc: Any) -> None:
         self._feed(doc, "message")

@@ -104,10 +104,17 @@ def call_parts(call: dict[str, Any]) -> tuple[str | None, str | None, Any]:
     return call_id, name, {} if arguments is None else arguments
 
 
+def _answer_digest() -> Any:
+    return hashlib.sha256()
+
+
 @dataclass(slots=True)
 class _CandidateState:
     calls: list[ToolCallRef] = field(default_factory=list)
-    answer: list[str] = field(default_factory=list)  # non-thought text parts, in order
+    # The answer text is only needed as a key: it is hashed as it streams, never kept whole.
+    answer_digest: Any = field(default_factory=_answer_digest)
+    answer_chars: int = 0
+    answer_parts: int = 0
     text_signature: str | None = None
     signed_part: Literal["first", "last"] = "first"
 
@@ -129,65 +136,60 @@ class _CandidateState:
             return
         if signature is not None and self.text_signature is None:
             self.text_signature = signature
-            self.signed_part = "last" if self.answer else "first"
-        self.answer.append(part["text"])
+            self.signed_part = "last" if self.answer_parts else "first"
+        self.answer_digest.update(part["text"].encode("utf-8", "surrogatepass"))
+        self.answer_chars += len(part["text"])
+        self.answer_parts += 1
 
 
 class GeminiReader:
     """Reads one `GenerateContentResponse`, a stream of them (each SSE `data:` is whole), or a JSON array of them."""
 
     def __init__(self) -> None:
-        # Raw chunks are parsed in `records`: answer-text chunks only matter once some chunk held a signature.
-        self._chunks: list[tuple[bytes | Any, bool]] = []  # (raw data or parsed document, holds state markers)
-        self._signature_seen = False
+        self.response_id: str | None = None
+        self.response_model: str | None = None
+        self._states: dict[int, _CandidateState] = {}
 
     def feed_event(self, event: SSEEvent) -> None:
-        data = event.data
-        marked = any(marker in data for marker in _STATE_MARKERS)
-        if marked or b'"text"' in data:
-            self._chunks.append((data, marked))
-        self._signature_seen = self._signature_seen or b"ignature" in data
+        if self.skippable(event.data):
+            return
+        for doc in event_documents(event.data):
+            self._feed(doc)
+
+    def skippable(self, data: bytes) -> bool:
+        return b'"text"' not in data and not any(marker in data for marker in _STATE_MARKERS)
 
     def feed_document(self, doc: Any) -> None:
         # streamGenerateContent without alt=sse answers with a JSON array of responses.
         for item in doc if isinstance(doc, list) else [doc]:
-            self._chunks.append((item, True))
+            self._feed(item)
+
+    def _feed(self, doc: Any) -> None:
+        if not isinstance(doc, dict):
+            return
+        if self.response_id is None and isinstance(doc.get("responseId"), str):
+            self.response_id = doc["responseId"]
+        if self.response_model is None and isinstance(doc.get("modelVersion"), str):
+            self.response_model = doc["modelVersion"]
+        _read_candidates(doc.get("candidates"), self._states)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
-        states: dict[int, _CandidateState] = {}
-        response_id: str | None = None
-        response_model: str | None = None
-        for chunk, marked in self._chunks:
-            if not isinstance(chunk, bytes):
-                docs: Any = [chunk]
-            elif marked or self._signature_seen:
-                docs = event_documents(chunk)
-            else:
-                continue
-            for doc in docs:
-                if not isinstance(doc, dict):
-                    continue
-                if response_id is None and isinstance(doc.get("responseId"), str):
-                    response_id = doc["responseId"]
-                if response_model is None and isinstance(doc.get("modelVersion"), str):
-                    response_model = doc["modelVersion"]
-                _read_candidates(doc.get("candidates"), states)
         records = []
-        for state in states.values():
+        for state in self._states.values():
             # The text of a cut stream is not the text the client will send back.
             text_signed = state.text_signature is not None and complete
             if not text_signed and not any(call.fields for call in state.calls):
                 continue
-            answer = jsoncodec.join_text(state.answer)
             fields = {SIGNATURE: state.text_signature, SIGNED_TEXT_PART: state.signed_part} if text_signed else {}
+            answer_key = TEXT_KEY_PREFIX + state.answer_digest.hexdigest()[:32]
             records.append(
                 ReasoningRecord(
                     wire_format=NAME,
                     fields=fields,
                     tool_calls=state.calls,
-                    extra_keys=[text_key(answer)] if text_signed and answer else [],
-                    response_id=response_id,
-                    response_model=response_model,
+                    extra_keys=[answer_key] if text_signed and state.answer_chars else [],
+                    response_id=self.response_id,
+                    response_model=self.response_model,
                     complete=complete,
                 )
             )

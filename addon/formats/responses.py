@@ -138,6 +138,9 @@ class ResponsesReader:
             return
         self._feed_payload(event.event, data)
 
+    def skippable(self, data: bytes) -> bool:
+        return self.response_id is not None and not any(marker in data for _, marker in _WANTED_MARKERS)
+
     def _feed_payload(self, name: str | None, data: bytes) -> None:
         # Nearly every event is a text or arguments delta; only a handful are parsed.
         kind = name if name is not None else _kind_of(data)

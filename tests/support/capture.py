@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 from addon.formats import WireFormat
 from addon.records import ReasoningRecord
 from addon.response_tap import ResponseTap
 
 
-def pieces(raw: bytes, size: int | None) -> list[bytes]:
-    """`raw` cut into pieces of `size` bytes (None: whole)."""
+def pieces(raw: bytes, size: int | None | str) -> list[bytes]:
+    """`raw` cut into pieces of `size` bytes (None: whole; "events": one SSE event per piece, as a server writes them)."""
     if size is None:
         return [raw]
+    if size == "events":
+        return [piece for piece in re.split(rb"(?<=\r\n\r\n)|(?<=\n\n)(?!\r)", raw) if piece]
     return [raw[i : i + size] for i in range(0, len(raw), size)]
 
 
@@ -19,7 +23,7 @@ def tap_records(
     raw: bytes,
     *,
     sse: bool,
-    size: int | None = None,
+    size: int | None | str = None,
     encoding: str | None = None,
     complete: bool = True,
 ) -> list[ReasoningRecord]:
