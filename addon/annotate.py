@@ -28,6 +28,6 @@ def add_comment(flow: http.HTTPFlow, line: str) -> None:
 
 def report_skip(flow: http.HTTPFlow, reason: str, events: EventLog) -> None:
     """Says, in mitmproxy's output and in the event log, why a flow was left alone."""
-    url = redact_url(flow.request.pretty_url)
+    url = redact_url(flow.request.url)
     logger.info("llm skipped %s: %s", url, reason)
     events.write(Skipped(flow_id=flow.id, url=url, reason=reason))

@@ -72,7 +72,7 @@ class ResponseCapture:
             store, settings = self.config.store, self.config.settings
             if meta is None or store is None or settings is None:
                 return
-            url = redact_url(flow.request.pretty_url)
+            url = redact_url(flow.request.url)
             if tap.problem:
                 report_skip(flow, tap.problem, self.config.events)
             if not tap.read:
@@ -107,7 +107,8 @@ class ResponseCapture:
                 # Calls without an id (Gemini) are named by their function; the cache keys them by name and arguments.
                 calls = [display_call_id(call.id) if call.id else f"{call.name}()" for call in record.tool_calls]
                 captured.append({"response_id": record.response_id, "fields": names, "tool_calls": calls})
-                logger.info(
+                # Every capture is in the event log; the terminal gets it only at debug verbosity.
+                logger.debug(
                     "llm captured %s from %s for %s",
                     ", ".join(names),
                     url,

@@ -178,7 +178,10 @@ class EventLog:
         if self._file is None:
             return
         try:
-            line = jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
+            try:
+                line = event.model_dump_json(exclude_none=True)
+            except ValueError:  # a lone surrogate, which pydantic's serializer refuses
+                line = jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
             self._file.write(line + "\n")
         except (OSError, ValueError) as e:
             if not self._failed:

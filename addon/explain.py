@@ -185,7 +185,7 @@ class ErrorExplainer:
         )
         location = f"{_TOP_LEVEL.get(wire_format, 'items')}[{index}]" if index is not None else None
         call_ids = [display_call_id(c[0]) for c in calls if c[0]]
-        url = redact_url(flow.request.pretty_url)
+        url = redact_url(flow.request.url)
         where = f" at {location}" + (f" (tool call {', '.join(call_ids)})" if call_ids else "") if location else ""
         if diagnosis.rule == "unknown":
             line = f"llm {flow.response.status_code} from {url}, not a known reasoning error: {diagnosis.message[:300]}"

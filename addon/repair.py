@@ -120,7 +120,7 @@ class RequestRepair:
             Repaired(
                 flow_id=flow.id,
                 host=scope.host,
-                url=redact_url(request.pretty_url),
+                url=redact_url(request.url),
                 wire_format=wire_format.name,
                 applied=settings.repair,
                 cache_hits=len(plan.cache.found),
@@ -128,4 +128,4 @@ class RequestRepair:
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s", verb, redact_url(request.pretty_url), summary)
+        logger.info("llm %s %s: %s", verb, redact_url(request.url), summary)

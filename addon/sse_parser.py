@@ -24,6 +24,19 @@ class SSEEvent:
     id: str | None = None
 
 
+def _simple_events(chunk: bytes) -> list[SSEEvent] | None:
+    """The events of a chunk made only of whole one-line `data: …` events (what most providers send),
+    cut out directly; None when anything else is in it, for the line-by-line parser to handle."""
+    if b"\r" in chunk:
+        return None
+    events = []
+    for block in chunk[:-2].split(b"\n\n"):
+        if not block.startswith(b"data: ") or b"\n" in block:
+            return None
+        events.append(SSEEvent(block[6:]))
+    return events
+
+
 @dataclass(slots=True)
 class SSEParser:
     max_line: int = 16 * 1024 * 1024
@@ -35,6 +48,10 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if not chunk:
             return []
+        if not self._pending and not self._data and self._event is None and chunk.endswith(b"\n\n"):
+            events = _simple_events(chunk)
+            if events is not None:
+                return events
         if b"\n" not in chunk and b"\r" not in chunk and not self._pending.endswith(b"\r"):
             self._pending += chunk
             self._check_line_length()

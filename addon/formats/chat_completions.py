@@ -33,7 +33,9 @@ from .chat_fields import (
 NAME = "chat_completions"
 _EMPTY_CONTENT = (None, "", [])
 # Chunks that carry none of these hold only answer text and are not parsed.
-_INTERESTING = (b"reasoning", b"tool_calls", b"thought", b"extra_content")
+def _interesting(data: bytes) -> bool:
+    """Whether a chunk holds anything this reader keeps (plain `in` tests: faster than a regex alternation)."""
+    return b"reasoning" in data or b"tool_calls" in data or b"thought" in data or b"extra_content" in data
 # Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
 MAX_FIELD_CHARS = 4 * 1024 * 1024
 
@@ -135,13 +137,13 @@ class ChatCompletionsReader:
         data = event.data
         if data == b"[DONE]":
             return
-        if self.response_id is not None and not any(marker in data for marker in _INTERESTING):
+        if self.response_id is not None and not _interesting(data):
             return
         for doc in event_documents(data):
             self._feed(doc, "delta")
 
     def skippable(self, data: bytes) -> bool:
-        return self.response_id is not None and not any(marker in data for marker in _INTERESTING)
+        return self.response_id is not None and not _interesting(data)
 
     def feed_document(self, doc: Any) -> None:
         self._feed(doc, "message")
