@@ -15,7 +15,6 @@ from .decoding import StreamDecoder, UnsupportedEncoding, stream_decoder
 from .formats import ResponseReader
 from .sse_parser import SSEParser
 
-_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 # A non-streamed body is read whole at its end; past this size it is not read.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
@@ -46,6 +45,8 @@ class ResponseTap:
         self._chunks: list[bytes] | None = [] if keep_body or not sse else None
         self._size = 0
         self._decoder: StreamDecoder | None = None
+        self._plain = not content_encoding or content_encoding.strip().lower() == "identity"
+        self._skippable = getattr(reader, "skippable", None)
         self._parser: SSEParser | None = None
         if read and sse:
             try:
@@ -66,13 +67,13 @@ class ResponseTap:
                 self._chunks = None
                 if not self.sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
-        if self._parser is not None:
+        parser = self._parser
+        if parser is not None:
             try:
-                data = self._decoder.decode(chunk)  # type: ignore[union-attr]
+                data = chunk if self._plain else self._decoder.decode(chunk)  # type: ignore[union-attr]
                 # Whole events that hold nothing the reader wants are passed over without being split.
-                if not (self._parser.idle and data.endswith(_EVENT_ENDS) and self.reader.skippable(data)):
-                    for event in self._parser.feed(data):
-                        self.reader.feed_event(event)
+                for event in parser.feed(data, self._skippable):
+                    self.reader.feed_event(event)
             except Exception as e:  # a broken copy must never break the stream itself
                 self._stop(f"stream not readable: {type(e).__name__}: {e}")
         return chunk

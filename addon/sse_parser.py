@@ -8,9 +8,11 @@ event-stream rules (LF, CRLF or CR line endings, `:` comment lines, multi-line
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _LINE_BREAKS = (b"\n", b"\r")
+_EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class SSEOverflow(ValueError):
@@ -27,7 +29,7 @@ class SSEEvent:
 def _simple_events(chunk: bytes) -> list[SSEEvent] | None:
     """The events of a chunk made only of whole one-line `data: …` events (what most providers send),
     cut out directly; None when anything else is in it, for the line-by-line parser to handle."""
-    if b"\r" in chunk:
+    if not chunk.endswith(b"\n\n") or b"\r" in chunk:
         return None
     events = []
     for block in chunk[:-2].split(b"\n\n"):
@@ -45,10 +47,14 @@ class SSEParser:
     _event: str | None = None
     _id: str | None = None
 
-    def feed(self, chunk: bytes) -> list[SSEEvent]:
+    def feed(self, chunk: bytes, skip: Callable[[bytes], bool] | None = None) -> list[SSEEvent]:
+        """The events completed by `chunk`. `skip` may pass over a chunk of whole events unread: it is
+        asked only when the chunk starts and ends at event boundaries, and says whether nothing in it matters."""
         if not chunk:
             return []
-        if not self._pending and not self._data and self._event is None and chunk.endswith(b"\n\n"):
+        if not self._pending and not self._data and self._event is None and chunk.endswith(_EVENT_ENDS):
+            if skip is not None and skip(chunk):
+                return []
             events = _simple_events(chunk)
             if events is not None:
                 return events

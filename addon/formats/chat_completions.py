@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
@@ -32,10 +34,27 @@ from .chat_fields import (
 
 NAME = "chat_completions"
 _EMPTY_CONTENT = (None, "", [])
+
+
 # Chunks that carry none of these hold only answer text and are not parsed.
 def _interesting(data: bytes) -> bool:
-    """Whether a chunk holds anything this reader keeps (plain `in` tests: faster than a regex alternation)."""
-    return b"reasoning" in data or b"tool_calls" in data or b"thought" in data or b"extra_content" in data
+    """Whether a chunk holds anything this reader keeps, judged by substring and only past `"delta"`.
+
+    Every kept field is inside the delta: "reasoning" covers reasoning_text, _opaque, _content and
+    _details; "tool_calls" covers the state on calls; "extra_content" the message-level Gemini shape
+    (which carries thought_signature with it). Plain `in`/`find` beat a regex alternation here.
+    """
+    start = data.find(b'"delta"')
+    if start < 0:
+        return True  # not a delta chunk: let the parser look
+    return (
+        data.find(b"reasoning", start) >= 0
+        or data.find(b"tool_calls", start) >= 0
+        or (data.find(b"extra_content", start) >= 0)
+    )
+
+
+_KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
 # Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
 MAX_FIELD_CHARS = 4 * 1024 * 1024
 
@@ -57,20 +76,22 @@ class _ChoiceState:
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
 
     def add(self, part: dict[str, Any]) -> None:
-        for name in TEXT_FIELDS:
-            value = part.get(name)
-            if isinstance(value, str):
-                self._add_text(name, value)
-        for name in WHOLE_FIELDS:
-            if part.get(name) is not None:
-                self.whole[name] = part[name]
-        if isinstance(part.get(DETAILS_FIELD), list):
-            merge_detail_fragments(self.details, part[DETAILS_FIELD])
-        calls = part.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                if isinstance(call, dict):
-                    self._add_call(call)
+        # Most deltas hold one or two keys: visit only the kept ones present.
+        for name in part.keys() & _KEPT:
+            value = part[name]
+            if name in TEXT_FIELDS:
+                if isinstance(value, str):
+                    self._add_text(name, value)
+            elif name in WHOLE_FIELDS:
+                if value is not None:
+                    self.whole[name] = value
+            elif name == DETAILS_FIELD:
+                if isinstance(value, list):
+                    merge_detail_fragments(self.details, value)
+            elif isinstance(value, list):  # tool_calls
+                for call in value:
+                    if isinstance(call, dict):
+                        self._add_call(call)
 
     def _add_text(self, name: str, value: str) -> None:
         chars = self.text_chars.get(name, 0)
@@ -139,8 +160,11 @@ class ChatCompletionsReader:
             return
         if self.response_id is not None and not _interesting(data):
             return
-        for doc in event_documents(data):
-            self._feed(doc, "delta")
+        try:
+            self._feed(orjson.loads(data), "delta")
+        except orjson.JSONDecodeError:
+            for doc in event_documents(data):
+                self._feed(doc, "delta")
 
     def skippable(self, data: bytes) -> bool:
         return self.response_id is not None and not _interesting(data)
