@@ -23,8 +23,9 @@ from .failopen import fail_open
 from .formats import CacheView
 from .formats.base import call_lookup_keys
 from .proxy_config import ProxyConfig
-from .records import display_call_id
+from .records import RepairAction, display_call_id
 from .redact import redact_url
+from .repair import INSERTING, RepairPlan
 
 logger = logging.getLogger(__name__)
 
@@ -172,9 +173,11 @@ class ErrorExplainer:
             doc = None
         index = locate(diagnosis, wire_format, doc)
         calls = calls_at(wire_format, doc, index)
-        sites = [site for site in meta.get("repair_sites", []) if index is None or site["index"] == index]
-        repaired_here = bool(meta.get("repaired")) and bool(sites)
-        healed = self._heal(meta, diagnosis, sites) if diagnosis.kind in REFUSED_VALUE else 0
+        plan = self.config.recall_plan(flow.id)
+        inserted = [a for a in plan.actions if a.kind in INSERTING] if plan is not None else []
+        sites = [a for a in inserted if index is None or a.index == index]
+        repaired_here = bool(sites)
+        healed = self._heal(meta, diagnosis, plan, sites) if plan is not None and diagnosis.kind in REFUSED_VALUE else 0
         cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != "unknown" else None
         advice = advise(
             diagnosis,
@@ -229,18 +232,17 @@ class ErrorExplainer:
         cache = CacheView(store.get_many(meta["scope"], keys), model)
         return any(cache.call(*call) for call in calls) or any(cache.record(i) for i in diagnosis.item_ids)
 
-    def _heal(self, meta: dict[str, Any], diagnosis: Diagnosis, sites: list[dict[str, Any]]) -> int:
+    def _heal(self, meta: dict[str, Any], diagnosis: Diagnosis, plan: RepairPlan, sites: list[RepairAction]) -> int:
         """Drops the cache entries whose values the provider refused in this request; how many went."""
         store = self.config.store
-        entries = meta.get("cache_entries") or []
-        if store is None or not meta.get("repaired") or not entries:
+        entries = plan.cache_entries()
+        if store is None or not entries:
             return 0
         named = set(diagnosis.item_ids)
-        refused = {site["response_id"] for site in sites}
+        refused = {site.response_id for site in sites}
         doomed = [e for e in entries if e["response_id"] in refused or named & set(e["keys"]) or e.get("item") in named]
         # One entry per captured turn, whatever the number of keys it is stored under.
         removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry["keys"]))
         if removed:
             logger.warning("llm dropped %d cache entr%s the provider refused", removed, "y" if removed == 1 else "ies")
-        meta["cache_entries"] = [e for e in entries if e not in doomed]
         return removed

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Iterable
 from importlib import metadata
-from typing import Optional
+from typing import Any, Optional
 
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
@@ -15,6 +16,7 @@ from .events import EventLog, Started
 from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 
 logger = logging.getLogger(__name__)
+_PLANS_KEPT = 1024
 
 
 def _version() -> str:
@@ -36,6 +38,9 @@ class ProxyConfig:
         self.settings: Settings | None = None
         self.store: ReasoningStore | None = None
         self.events = EventLog(None)
+        # The plan of each recent repair, until its answer came: self-healing needs the entries it used,
+        # which do not belong in flow metadata (they are not serialisable, and most are never needed).
+        self._plans: OrderedDict[str, Any] = OrderedDict()
 
     @property
     def ready(self) -> bool:
@@ -93,6 +98,15 @@ class ProxyConfig:
             self.store = None
         self.events.close()
         self.settings = None
+
+    def remember_plan(self, flow_id: str, plan: Any) -> None:
+        self._plans[flow_id] = plan
+        while len(self._plans) > _PLANS_KEPT:
+            self._plans.popitem(last=False)
+
+    def recall_plan(self, flow_id: str) -> Any:
+        """The repair plan of a flow, once: it is forgotten when recalled."""
+        return self._plans.pop(flow_id, None)
 
     def keep_bodies(self) -> bool:
         """Whether streamed bodies should be re-attached for flow files, HAR or a UI."""

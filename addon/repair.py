@@ -105,16 +105,16 @@ class RequestRepair:
         if not actions:
             return
         summary = summarize_actions(actions)
+        keep = self.config.keep_bodies()
         if settings.repair:
-            if self.config.keep_bodies():  # so a flow file shows what the client sent, not only what was sent on
+            if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
             request.set_content(jsoncodec.dumps(doc))
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + summary)
-            sites = {(a.index, a.response_id) for a in actions if a.kind in INSERTING}
-            meta["repair_sites"] = [{"index": index, "response_id": response_id} for index, response_id in sites]
-            meta["cache_entries"] = plan.cache_entries()
-        meta["repairs"] = [action.describe() for action in actions]
+            self.config.remember_plan(flow.id, plan)
+        if keep:
+            meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
         self.config.events.write(
             Repaired(

@@ -127,7 +127,7 @@ def test_old_message_level_extra_content_comes_back_for_a_rewritten_id() -> None
     (action,) = actions
     assert action.via == "fingerprint"
     assert action.describe() == (
-        "restored thought_signature, extra_content on messages[1] "
+        "restored extra_content, thought_signature on messages[1] "
         "(tool call pyd_ai_cee885c699414386a7e14b7ec43cadbc, matched by name and arguments)"
     )
 

@@ -87,7 +87,8 @@ def replay(flows: list[http.HTTPFlow]) -> list[list[str]]:
     addons = make_addons()
     config, repair, capture = addons[:3]
     with taddons.context(*addons) as tctx:
-        tctx.configure(config, llm_cache="memory", llm_log="")
+        # As when flows are saved: the repairs are then kept on each flow.
+        tctx.configure(config, llm_cache="memory", llm_log="", llm_keep_bodies="true")
         for flow in flows:
             answer, flow.response = flow.response, None
             repair.request(flow)

@@ -57,6 +57,7 @@ def store_turn(config: ProxyConfig, flow: http.HTTPFlow) -> None:
 
 def test_request_is_repaired_marked_and_annotated(addons) -> None:
     config, repair, _, log = addons
+    config.settings = config.settings.model_copy(update={"keep_bodies": "true"})  # as when flows are saved
     flow = chat_flow(TURN_TWO)
     store_turn(config, flow)
     repair.request(flow)

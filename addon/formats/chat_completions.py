@@ -76,9 +76,10 @@ class _ChoiceState:
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
 
     def add(self, part: dict[str, Any]) -> None:
-        # Most deltas hold one or two keys: visit only the kept ones present.
-        for name in part.keys() & _KEPT:
-            value = part[name]
+        # Most deltas hold one or two keys: visit the kept ones present, in the provider's order.
+        for name, value in part.items():
+            if name not in _KEPT:
+                continue
             if name in TEXT_FIELDS:
                 if isinstance(value, str):
                     self._add_text(name, value)
