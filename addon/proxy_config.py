@@ -41,6 +41,7 @@ class ProxyConfig:
         # The plan of each recent repair, until its answer came: self-healing needs the entries it used,
         # which do not belong in flow metadata (they are not serialisable, and most are never needed).
         self._plans: OrderedDict[str, Any] = OrderedDict()
+        self._keep_bodies: bool | None = None
 
     @property
     def ready(self) -> bool:
@@ -51,6 +52,7 @@ class ProxyConfig:
             loader.add_option(spec.name, Optional[str], spec.default, " ".join(spec.help.split()))
 
     def configure(self, updated: set[str]) -> None:
+        self._keep_bodies = None  # -w, hardump or llm_keep_bodies may have changed
         unknown = unknown_llm_options(getattr(ctx.options, "deferred", {}))
         if unknown:
             raise exceptions.OptionsError(
@@ -110,13 +112,16 @@ class ProxyConfig:
 
     def keep_bodies(self) -> bool:
         """Whether streamed bodies should be re-attached for flow files, HAR or a UI."""
-        assert self.settings is not None
-        mode = self.settings.keep_bodies
-        if mode != "auto":
-            return mode == "true"
-        options = ctx.options
-        writing = bool(getattr(options, "save_stream_file", None)) or bool(getattr(options, "hardump", ""))
-        return writing or ctx.master.addons.get("view") is not None
+        if self._keep_bodies is None:  # decided once per configuration, not per response
+            assert self.settings is not None
+            mode = self.settings.keep_bodies
+            if mode != "auto":
+                self._keep_bodies = mode == "true"
+            else:
+                options = ctx.options
+                writing = bool(getattr(options, "save_stream_file", None)) or bool(getattr(options, "hardump", ""))
+                self._keep_bodies = writing or ctx.master.addons.get("view") is not None
+        return self._keep_bodies
 
 
 def repeated_llm_options(deferred: dict[str, object]) -> list[str]:

@@ -31,6 +31,8 @@ def _simple_events(chunk: bytes) -> list[SSEEvent] | None:
     cut out directly; None when anything else is in it, for the line-by-line parser to handle."""
     if not chunk.endswith(b"\n\n") or b"\r" in chunk:
         return None
+    if chunk.find(b"\n") == len(chunk) - 2:  # one event, as most chunks are
+        return [SSEEvent(chunk[6:-2])] if chunk.startswith(b"data: ") else None
     events = []
     for block in chunk[:-2].split(b"\n\n"):
         if not block.startswith(b"data: ") or b"\n" in block:

@@ -227,6 +227,12 @@ def start_upstream() -> tuple[subprocess.Popen[str], int]:
     return process, int(line.split()[1])
 
 
+def pin(pid: int, cpu: int) -> None:
+    """Runs a process on one core, so that both proxies always compete on equal terms (Linux, 2+ cores)."""
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > cpu:
+        os.sched_setaffinity(pid, {cpu})
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -520,6 +526,9 @@ def main() -> int:
         try:
             plain.start()
             addon.start()
+            # The client and the fake provider on one core, the proxies under test on the other.
+            for pid, cpu in ((os.getpid(), 0), (upstream.pid, 0), (plain.pid, 1), (addon.pid, 1)):
+                pin(pid, cpu)
             urls = {"direct": f"http://127.0.0.1:{port}", "plain": plain.url, "addon": addon.url}
             clients = {t: httpx.Client(base_url=u, timeout=60) for t, u in urls.items()}
             # The repair workloads must really be repaired through the addon, and only there.

@@ -180,3 +180,34 @@ def test_a_text_field_past_the_limit_is_dropped_not_kept(monkeypatch: pytest.Mon
     raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
     (record,) = tap_records(raw, sse=True, size=None)
     assert record.fields == {"reasoning_opaque": "OPQ"}
+
+
+def test_reasoning_fragments_of_two_choices_stay_apart() -> None:
+    """The fast path for plain reasoning fragments must not fold a second choice into the first."""
+    chunks = []
+    for word in ("alpha ", "beta ", "gamma"):
+        for index in (0, 1):
+            delta = {"reasoning_content": f"{index}:{word}"}
+            chunks.append({"id": "r", "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
+    for index in (0, 1):
+        call = {"index": 0, "id": f"call_{index}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        chunks.append({"id": "r", "choices": [{"index": index, "delta": {"tool_calls": [call]}}]})
+    raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+    first, second = tap_records(raw, sse=True, size="events")
+    assert first.fields == {"reasoning_content": "0:alpha 0:beta 0:gamma"}
+    assert second.fields == {"reasoning_content": "1:alpha 1:beta 1:gamma"}
+    assert tap_records(raw, sse=True, size=None) == [first, second]
+
+
+def test_reasoning_fragments_with_escapes_and_split_surrogates_join_exactly() -> None:
+    pieces = ['He said \\"hi\\" ', "caf\\u00e9 \\n", "\\ud83d", "\\ude00 done"]  # already JSON-escaped
+    chunks = [
+        b'data: {"id":"r","choices":[{"index":0,"delta":{"reasoning_content":"' + p.encode() + b'"}}]}\n\n'
+        for p in pieces
+    ]
+    chunks.append(
+        b'data: {"id":"r","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1",'
+        b'"type":"function","function":{"name":"f","arguments":"{}"}}]}}]}\n\n'
+    )
+    (record,) = tap_records(b"".join(chunks), sse=True, size="events")
+    assert record.fields["reasoning_content"] == 'He said "hi" café \n😀 done'

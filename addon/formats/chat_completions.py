@@ -10,6 +10,7 @@ linked to every tool call of that turn.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,28 @@ _EMPTY_CONTENT = (None, "", [])
 
 
 # Chunks that carry none of these hold only answer text and are not parsed.
+def _unescape(escaped: bytes) -> str:
+    """The text of a JSON string's escaped content."""
+    return jsoncodec.loads(b'"' + escaped + b'"')
+
+
+# A delta that is only a fragment of reasoning text: the commonest event of a thinking model's stream.
+_TEXT_FRAGMENT = re.compile(rb'"(reasoning_content|reasoning_text)"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+def _text_fragment(data: bytes) -> tuple[str, bytes] | None:
+    """(field, escaped value) when a chunk of one choice carries nothing kept but one reasoning text fragment,
+    read without parsing the chunk."""
+    if data.count(b'"reasoning') != 1 or data.count(b'"index"') != 1:
+        return None
+    if b'"index":0' not in data and b'"index": 0' not in data:
+        return None
+    if b"tool_calls" in data or b"extra_content" in data:
+        return None
+    match = _TEXT_FRAGMENT.search(data, max(data.find(b'"delta"'), 0))
+    return (match.group(1).decode(), match.group(2)) if match is not None else None
+
+
 def _interesting(data: bytes) -> bool:
     """Whether a chunk holds anything this reader keeps, judged by substring and only past `"delta"`.
 
@@ -69,7 +92,9 @@ class _ToolCallSlot:
 
 @dataclass(slots=True)
 class _ChoiceState:
-    texts: dict[str, list[str]] = field(default_factory=dict)
+    # Streamed text fragments, kept JSON-escaped as sent: escaped pieces join into the escaped whole,
+    # which is decoded once at the end (surrogate pairs split across chunks included).
+    texts: dict[str, list[bytes]] = field(default_factory=dict)
     text_chars: dict[str, int] = field(default_factory=dict)  # -1 once a field outgrew MAX_FIELD_CHARS
     whole: dict[str, Any] = field(default_factory=dict)
     details: list[dict[str, Any]] = field(default_factory=list)
@@ -82,7 +107,7 @@ class _ChoiceState:
                 continue
             if name in TEXT_FIELDS:
                 if isinstance(value, str):
-                    self._add_text(name, value)
+                    self.add_text(name, jsoncodec.dumps(value)[1:-1])
             elif name in WHOLE_FIELDS:
                 if value is not None:
                     self.whole[name] = value
@@ -94,16 +119,16 @@ class _ChoiceState:
                     if isinstance(call, dict):
                         self._add_call(call)
 
-    def _add_text(self, name: str, value: str) -> None:
+    def add_text(self, name: str, escaped: bytes) -> None:
         chars = self.text_chars.get(name, 0)
         if chars < 0:
             return
-        if chars + len(value) > MAX_FIELD_CHARS:
+        if chars + len(escaped) > MAX_FIELD_CHARS:
             self.text_chars[name] = -1
             self.texts.pop(name, None)
             return
-        self.text_chars[name] = chars + len(value)
-        self.texts.setdefault(name, []).append(value)
+        self.text_chars[name] = chars + len(escaped)
+        self.texts.setdefault(name, []).append(escaped)
 
     def _add_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
@@ -129,7 +154,7 @@ class _ChoiceState:
                 slot.fields[name] = value
 
     def fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {name: jsoncodec.join_text(parts) for name, parts in self.texts.items()}
+        fields: dict[str, Any] = {name: _unescape(b"".join(parts)) for name, parts in self.texts.items()}
         fields.update(self.whole)
         if self.details:
             fields[DETAILS_FIELD] = self.details
@@ -155,12 +180,22 @@ class ChatCompletionsReader:
         self.response_model: str | None = None
         self._choices: dict[int, _ChoiceState] = {}
 
+    @property
+    def _one_choice(self) -> bool:
+        return len(self._choices) == 1 and 0 in self._choices
+
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
         if data == b"[DONE]":
             return
-        if self.response_id is not None and not _interesting(data):
-            return
+        if self.response_id is not None:
+            if not _interesting(data):
+                return
+            if self._one_choice:
+                fragment = _text_fragment(data)
+                if fragment is not None:
+                    self._choices[0].add_text(*fragment)
+                    return
         try:
             self._feed(orjson.loads(data), "delta")
         except orjson.JSONDecodeError:
