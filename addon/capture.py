@@ -40,13 +40,16 @@ class ResponseCapture:
             response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
+            keep_body = self.config.keep_bodies()
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=_is_event_stream(response),
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
-                keep_body=self.config.keep_bodies(),
+                keep_body=keep_body,
                 on_finish=functools.partial(self._store, flow),
+                # What is stored on a flow after its response hook never reaches a flow file or a UI.
+                defer=not keep_body,
             )
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -58,7 +61,7 @@ class ResponseCapture:
 
     def _close(self, flow: http.HTTPFlow, *, complete: bool) -> None:
         tap = flow.response.stream if flow.response is not None else None
-        if not isinstance(tap, ResponseTap):
+        if not isinstance(tap, ResponseTap) or tap.deferred:
             return
         with fail_open(flow.id, "response capture", self.config.events):
             tap.finish(complete=complete)

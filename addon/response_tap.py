@@ -8,6 +8,7 @@ sent it, byte for byte and without delay.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from . import jsoncodec
@@ -33,12 +34,18 @@ class ResponseTap:
         read: bool,
         keep_body: bool,
         on_finish: Callable[[ResponseTap, bool], None],
+        defer: bool = False,
     ) -> None:
         self.reader = reader
         self.sse = sse
         self.read = read
         self.keep_body = keep_body
         self.finished = False
+        # Finish on the event loop's next turn, after the client has the end of the stream: reading
+        # what was set aside and storing it then costs the client nothing. Asyncio runs the callback
+        # before it reads anything new, so the next request still finds the cache entry.
+        self.defer = defer
+        self.deferred = False
         self.problem: str | None = None  # why the copy could not be read, if it could not
         self._on_finish = on_finish
         self._encoding = content_encoding
@@ -57,6 +64,13 @@ class ResponseTap:
 
     def __call__(self, chunk: bytes) -> bytes:
         if not chunk:
+            if self.defer and not self.finished:
+                try:
+                    asyncio.get_running_loop().call_soon(self.finish)
+                    self.deferred = True
+                    return chunk
+                except RuntimeError:  # no event loop (a test calling the tap directly): finish now
+                    pass
             self.finish(complete=True)
             return chunk
         self._size += len(chunk)
@@ -83,7 +97,7 @@ class ResponseTap:
         """The raw body as received, when a copy was kept."""
         return b"".join(self._chunks) if self._chunks is not None else None
 
-    def finish(self, *, complete: bool) -> None:
+    def finish(self, *, complete: bool = True) -> None:
         if self.finished:
             return
         self.finished = True

@@ -10,7 +10,6 @@ linked to every tool call of that turn.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,28 +37,6 @@ _EMPTY_CONTENT = (None, "", [])
 
 
 # Chunks that carry none of these hold only answer text and are not parsed.
-def _unescape(escaped: bytes) -> str:
-    """The text of a JSON string's escaped content."""
-    return jsoncodec.loads(b'"' + escaped + b'"')
-
-
-# A delta that is only a fragment of reasoning text: the commonest event of a thinking model's stream.
-_TEXT_FRAGMENT = re.compile(rb'"(reasoning_content|reasoning_text)"\s*:\s*"((?:[^"\\]|\\.)*)"')
-
-
-def _text_fragment(data: bytes) -> tuple[str, bytes] | None:
-    """(field, escaped value) when a chunk of one choice carries nothing kept but one reasoning text fragment,
-    read without parsing the chunk."""
-    if data.count(b'"reasoning') != 1 or data.count(b'"index"') != 1:
-        return None
-    if b'"index":0' not in data and b'"index": 0' not in data:
-        return None
-    if b"tool_calls" in data or b"extra_content" in data:
-        return None
-    match = _TEXT_FRAGMENT.search(data, max(data.find(b'"delta"'), 0))
-    return (match.group(1).decode(), match.group(2)) if match is not None else None
-
-
 def _interesting(data: bytes) -> bool:
     """Whether a chunk holds anything this reader keeps, judged by substring and only past `"delta"`.
 
@@ -80,6 +57,8 @@ def _interesting(data: bytes) -> bool:
 _KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
 # Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
 MAX_FIELD_CHARS = 4 * 1024 * 1024
+# Chunks set aside for a batch parse are parsed early past this, so memory stays bounded.
+MAX_PENDING_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -92,9 +71,7 @@ class _ToolCallSlot:
 
 @dataclass(slots=True)
 class _ChoiceState:
-    # Streamed text fragments, kept JSON-escaped as sent: escaped pieces join into the escaped whole,
-    # which is decoded once at the end (surrogate pairs split across chunks included).
-    texts: dict[str, list[bytes]] = field(default_factory=dict)
+    texts: dict[str, list[str]] = field(default_factory=dict)
     text_chars: dict[str, int] = field(default_factory=dict)  # -1 once a field outgrew MAX_FIELD_CHARS
     whole: dict[str, Any] = field(default_factory=dict)
     details: list[dict[str, Any]] = field(default_factory=list)
@@ -107,7 +84,7 @@ class _ChoiceState:
                 continue
             if name in TEXT_FIELDS:
                 if isinstance(value, str):
-                    self.add_text(name, jsoncodec.dumps(value)[1:-1])
+                    self.add_text(name, value)
             elif name in WHOLE_FIELDS:
                 if value is not None:
                     self.whole[name] = value
@@ -119,16 +96,16 @@ class _ChoiceState:
                     if isinstance(call, dict):
                         self._add_call(call)
 
-    def add_text(self, name: str, escaped: bytes) -> None:
+    def add_text(self, name: str, value: str) -> None:
         chars = self.text_chars.get(name, 0)
         if chars < 0:
             return
-        if chars + len(escaped) > MAX_FIELD_CHARS:
+        if chars + len(value) > MAX_FIELD_CHARS:
             self.text_chars[name] = -1
             self.texts.pop(name, None)
             return
-        self.text_chars[name] = chars + len(escaped)
-        self.texts.setdefault(name, []).append(escaped)
+        self.text_chars[name] = chars + len(value)
+        self.texts.setdefault(name, []).append(value)
 
     def _add_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
@@ -154,7 +131,7 @@ class _ChoiceState:
                 slot.fields[name] = value
 
     def fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {name: _unescape(b"".join(parts)) for name, parts in self.texts.items()}
+        fields: dict[str, Any] = {name: jsoncodec.join_text(parts) for name, parts in self.texts.items()}
         fields.update(self.whole)
         if self.details:
             fields[DETAILS_FIELD] = self.details
@@ -175,32 +152,47 @@ class _ChoiceState:
 
 
 class ChatCompletionsReader:
+    """Reads chat completion chunks. While a stream passes, the chunks that matter are only set aside;
+    they are parsed in one batch when the records are asked for, so the stream is never held up by it."""
+
     def __init__(self) -> None:
         self.response_id: str | None = None
         self.response_model: str | None = None
         self._choices: dict[int, _ChoiceState] = {}
-
-    @property
-    def _one_choice(self) -> bool:
-        return len(self._choices) == 1 and 0 in self._choices
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
         if data == b"[DONE]":
             return
-        if self.response_id is not None:
-            if not _interesting(data):
-                return
-            if self._one_choice:
-                fragment = _text_fragment(data)
-                if fragment is not None:
-                    self._choices[0].add_text(*fragment)
-                    return
+        if self.response_id is None:  # the first chunk is read at once: the rest is judged by it
+            self._parse(data)
+            return
+        if not _interesting(data):
+            return
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes > MAX_PENDING_BYTES:
+            self._drain()
+
+    def _parse(self, data: bytes) -> None:
         try:
             self._feed(orjson.loads(data), "delta")
         except orjson.JSONDecodeError:
             for doc in event_documents(data):
                 self._feed(doc, "delta")
+
+    def _drain(self) -> None:
+        pending, self._pending, self._pending_bytes = self._pending, [], 0
+        try:
+            docs = orjson.loads(b"[" + b",".join(pending) + b"]")  # one parse for the whole batch
+        except orjson.JSONDecodeError:
+            for data in pending:
+                self._parse(data)
+            return
+        for doc in docs:
+            self._feed(doc, "delta")
 
     def skippable(self, data: bytes) -> bool:
         return self.response_id is not None and not _interesting(data)
@@ -228,6 +220,7 @@ class ChatCompletionsReader:
             self._choices.setdefault(index if isinstance(index, int) else position, _ChoiceState()).add(part)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
+        self._drain()
         records = []
         for state in self._choices.values():
             record = ReasoningRecord(
