@@ -169,7 +169,8 @@ class ChatCompletionsReader:
         if self.response_id is None:  # the first chunk is read at once: the rest is judged by it
             self._parse(data)
             return
-        if not _interesting(data):
+        # A chunk of one event was judged whole already; this cheaper test sorts chunks of several.
+        if b"reasoning" not in data and b"tool_calls" not in data and b"extra_content" not in data:
             return
         self._pending.append(data)
         self._pending_bytes += len(data)
@@ -201,23 +202,28 @@ class ChatCompletionsReader:
         self._feed(doc, "message")
 
     def _feed(self, doc: Any, part_key: str) -> None:
-        if not isinstance(doc, dict):
+        if type(doc) is not dict:
             return
         if self.response_id is None and isinstance(doc.get("id"), str):
             self.response_id = doc["id"]
         if self.response_model is None and isinstance(doc.get("model"), str):
             self.response_model = doc["model"]
         choices = doc.get("choices")
-        if not isinstance(choices, list):
+        if type(choices) is not list:
             return
+        states = self._choices
         for position, choice in enumerate(choices):
-            if not isinstance(choice, dict):
+            if type(choice) is not dict:
                 continue
             part = choice.get(part_key)
-            if not isinstance(part, dict):
+            if type(part) is not dict:
                 continue
             index = choice.get("index")
-            self._choices.setdefault(index if isinstance(index, int) else position, _ChoiceState()).add(part)
+            key = index if type(index) is int else position
+            state = states.get(key)
+            if state is None:
+                state = states[key] = _ChoiceState()
+            state.add(part)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         self._drain()
