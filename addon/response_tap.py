@@ -16,6 +16,9 @@ from .decoding import StreamDecoder, UnsupportedEncoding, stream_decoder
 from .formats import ResponseReader
 from .sse_parser import SSEParser
 
+# Stream chunks are read in batches of this many chunks or bytes, whichever comes first.
+BACKLOG_CHUNKS = 256
+BACKLOG_BYTES = 64 * 1024
 # A non-streamed body is read whole at its end; past this size it is not read.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
@@ -55,6 +58,8 @@ class ResponseTap:
         self._plain = not content_encoding or content_encoding.strip().lower() == "identity"
         self._skippable = getattr(reader, "skippable", None)
         self._parser: SSEParser | None = None
+        self._backlog: list[bytes] = []
+        self._backlog_size = 0
         if read and sse:
             try:
                 self._decoder = stream_decoder(content_encoding)
@@ -81,16 +86,29 @@ class ResponseTap:
                 self._chunks = None
                 if not self.sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
-        parser = self._parser
-        if parser is not None:
-            try:
-                data = chunk if self._plain else self._decoder.decode(chunk)  # type: ignore[union-attr]
-                # Whole events that hold nothing the reader wants are passed over without being split.
-                for event in parser.feed(data, self._skippable):
-                    self.reader.feed_event(event)
-            except Exception as e:  # a broken copy must never break the stream itself
-                self._stop(f"stream not readable: {type(e).__name__}: {e}")
+        if self._parser is not None:
+            # Set aside and read in batches: one warm pass over many chunks costs far less than a
+            # cold call per chunk between mitmproxy's own work, and the stream is not held up at all.
+            self._backlog.append(chunk)
+            self._backlog_size += len(chunk)
+            if self._backlog_size >= BACKLOG_BYTES or len(self._backlog) >= BACKLOG_CHUNKS:
+                self._read_backlog()
         return chunk
+
+    def _read_backlog(self) -> None:
+        if not self._backlog or self._parser is None:
+            return
+        data = b"".join(self._backlog)
+        self._backlog.clear()
+        self._backlog_size = 0
+        try:
+            if not self._plain:
+                data = self._decoder.decode(data)  # type: ignore[union-attr]
+            markers = getattr(self.reader, "markers", None)
+            for event in self._parser.feed(data, self._skippable, markers):
+                self.reader.feed_event(event)
+        except Exception as e:  # a broken copy must never break the stream itself
+            self._stop(f"stream not readable: {type(e).__name__}: {e}")
 
     @property
     def body(self) -> bytes | None:
@@ -101,6 +119,7 @@ class ResponseTap:
         if self.finished:
             return
         self.finished = True
+        self._read_backlog()
         try:
             if self._parser is not None and complete:
                 for event in self._parser.feed(self._decoder.flush()) + self._parser.close():  # type: ignore[union-attr]

@@ -26,6 +26,35 @@ class SSEEvent:
     id: str | None = None
 
 
+def marked_events(chunk: bytes, markers: tuple[bytes, ...]) -> list[SSEEvent] | None:
+    """The events of a chunk of whole one-line `data:` events that hold any of `markers`, found with byte
+    searches alone, in order; None when the chunk holds anything else, for the parser to handle.
+
+    Most of a stream is answer text the reader does not keep: those events are never touched.
+    """
+    events_in_chunk = chunk.count(b"\n\n")
+    if (
+        not chunk.startswith(b"data: ")
+        or not chunk.endswith(b"\n\n")
+        or b"\r" in chunk
+        or chunk.count(b"\n") != 2 * events_in_chunk
+        or chunk.count(b"\n\ndata: ") != events_in_chunk - 1
+    ):
+        return None
+    starts = set()
+    for marker in markers:
+        at = chunk.find(marker)
+        while at >= 0:
+            start = chunk.rfind(b"\n\n", 0, at) + 2 if at else 0
+            starts.add(start if start > 1 else 0)
+            end = chunk.find(b"\n\n", at)
+            at = chunk.find(marker, end)
+    events = []
+    for start in sorted(starts):
+        events.append(SSEEvent(chunk[start + 6 : chunk.find(b"\n\n", start)]))
+    return events
+
+
 def _simple_events(chunk: bytes) -> list[SSEEvent] | None:
     """The events of a chunk made only of whole one-line `data: …` events (what most providers send),
     cut out directly; None when anything else is in it, for the line-by-line parser to handle."""
@@ -49,14 +78,26 @@ class SSEParser:
     _event: str | None = None
     _id: str | None = None
 
-    def feed(self, chunk: bytes, skip: Callable[[bytes], bool] | None = None) -> list[SSEEvent]:
-        """The events completed by `chunk`. `skip` may pass over a chunk of whole events unread: it is
-        asked only when the chunk starts and ends at event boundaries, and says whether nothing in it matters."""
+    def feed(
+        self,
+        chunk: bytes,
+        skip: Callable[[bytes], bool] | None = None,
+        markers: tuple[bytes, ...] | None = None,
+    ) -> list[SSEEvent]:
+        """The events completed by `chunk`.
+
+        When the chunk starts and ends at event boundaries, `skip` may pass over it unread (it says
+        whether nothing in it matters), and `markers` may narrow it to the events holding one of them.
+        """
         if not chunk:
             return []
         if not self._pending and not self._data and self._event is None and chunk.endswith(_EVENT_ENDS):
             if skip is not None and skip(chunk):
                 return []
+            if markers is not None:
+                marked = marked_events(chunk, markers)
+                if marked is not None:
+                    return marked
             events = _simple_events(chunk)
             if events is not None:
                 return events

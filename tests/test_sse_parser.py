@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from addon.sse_parser import SSEEvent, SSEOverflow, SSEParser
+from addon.sse_parser import SSEEvent, SSEOverflow, SSEParser, marked_events
 
 
 def parse_all(stream: bytes, chunks: list[bytes] | None = None, **kwargs) -> list[SSEEvent]:
@@ -421,3 +421,40 @@ def test_line_at_max_line_is_fine():
 
 def test_sse_overflow_is_a_value_error():
     assert issubclass(SSEOverflow, ValueError)
+
+
+# --------------------------------------------------------------------------------------
+# marked_events: the events holding a marker, found with byte searches alone
+
+
+def _all_events(data: bytes) -> list[SSEEvent]:
+    parser = SSEParser()
+    return parser.feed(data) + parser.close()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_marked_events_are_the_parsed_events_holding_a_marker(seed: int) -> None:
+    rng = random.Random(seed)
+    words = [b"reasoning", b"tool_calls", b"content", b"hello", b"x" * 30, b"\xc3\xa9", b"extra_content"]
+    stream = b"".join(
+        b"data: {" + b" ".join(rng.choice(words) for _ in range(rng.randint(1, 6))) + b"}\n\n"
+        for _ in range(rng.randint(1, 40))
+    )
+    markers = (b"reasoning", b"tool_calls", b"extra_content")
+    expected = [e for e in _all_events(stream) if any(m in e.data for m in markers)]
+    assert marked_events(stream, markers) == expected
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        b"event: x\ndata: {\"reasoning\":1}\n\n",
+        b"data: a\ndata: reasoning\n\n",
+        b": comment\n\ndata: reasoning\n\n",
+        b"data: reasoning\r\n\r\n",
+        b"data: reasoning\n\ndata: x",
+        b"id: 1\ndata: reasoning\n\n",
+    ],
+)
+def test_marked_events_leave_anything_but_one_line_data_events_to_the_parser(chunk: bytes) -> None:
+    assert marked_events(chunk, (b"reasoning",)) is None

@@ -54,6 +54,7 @@ def _interesting(data: bytes) -> bool:
     )
 
 
+_MARKERS = (b"reasoning", b"tool_calls", b"extra_content")
 _KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
 # Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
 MAX_FIELD_CHARS = 4 * 1024 * 1024
@@ -197,6 +198,11 @@ class ChatCompletionsReader:
 
     def skippable(self, data: bytes) -> bool:
         return self.response_id is not None and not _interesting(data)
+
+    @property
+    def markers(self) -> tuple[bytes, ...] | None:
+        """What the events this reader keeps contain, once the first event has been read."""
+        return _MARKERS if self.response_id is not None else None
 
     def feed_document(self, doc: Any) -> None:
         self._feed(doc, "message")
