@@ -6,6 +6,7 @@ import hashlib
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
@@ -152,11 +153,10 @@ def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[
     if include_opaque or not any(SIGNATURE_IN_ID in (a.tool_call_id or "") + "".join(a.fields) for a in actions):
         return actions
     return [
-        action.model_copy(
-            update={
-                "tool_call_id": display_call_id(action.tool_call_id) if action.tool_call_id else None,
-                "fields": [display_call_id(name) for name in action.fields],
-            }
+        replace(
+            action,
+            tool_call_id=display_call_id(action.tool_call_id) if action.tool_call_id else None,
+            fields=[display_call_id(name) for name in action.fields],
         )
         for action in actions
     ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -138,17 +139,20 @@ class ReasoningRecord(BaseModel):
 RepairKind = Literal["restored", "content_null", "merged", "inserted", "removed", "placeholder", "id_restored"]
 
 
-class RepairAction(BaseModel):
+@dataclass(slots=True)
+class RepairAction:
     """One change made to a request body, precise enough to log and to explain.
 
     `location` names the place in the repaired body ("messages[1]", "input[2]",
     "contents[1].parts[0]"); `index` is the position in the body's top-level list.
+    A dataclass rather than a model: a long history makes hundreds per request, all
+    built by this code; pydantic still validates and serialises it inside `Repaired`.
     """
 
     kind: RepairKind
     location: str
     index: int
-    fields: list[str] = Field(default_factory=list)
+    fields: list[str] = field(default_factory=list)
     tool_call_id: str | None = None
     response_id: str | None = None
     via: Literal["id", "fingerprint"] | None = None
@@ -200,6 +204,6 @@ def summarize_actions(actions: list[RepairAction], *, detail: int = 6) -> str:
         if len(same) == 1:
             parts.append(same[0].describe())
             continue
-        first = same[0].model_copy(update={"tool_call_id": None, "location": f"{len(same)} places"})
+        first = replace(same[0], tool_call_id=None, location=f"{len(same)} places")
         parts.append(f"{first.describe()} ({same[0].location} … {same[-1].location})")
     return "; ".join(parts)

@@ -17,7 +17,7 @@ from .formats import CacheView, RepairContext, WireFormat
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import redact_url
-from .scope import request_scope
+from .scope import Scope, request_scope
 
 logger = logging.getLogger(__name__)
 
@@ -46,12 +46,17 @@ class RepairPlan:
 
 
 def plan_repair(
-    wire_format: WireFormat, request: http.Request, doc: Any, model: str | None, store: ReasoningStore, placeholder: str
+    wire_format: WireFormat,
+    request: http.Request,
+    doc: Any,
+    model: str | None,
+    store: ReasoningStore,
+    placeholder: str,
+    scope: Scope | None = None,
 ) -> RepairPlan:
     """Repairs a parsed request body in place from the cache, as the proxy does in flight."""
-    scope = str(request_scope(request))
     keys = wire_format.lookup_keys(doc, model)
-    cache = CacheView(store.get_many(scope, keys) if keys else {}, model)
+    cache = CacheView(store.get_many(str(scope or request_scope(request)), keys) if keys else {}, model)
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     return RepairPlan(wire_format.repair(doc, cache, context), cache, context)
 
@@ -97,7 +102,7 @@ class RequestRepair:
         store, settings = self.config.store, self.config.settings
         assert store is not None and settings is not None
         model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
-        plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder)
+        plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder, scope)
         for key, other in plan.cache.mismatched.items():
             reason = f"reasoning cached for {key} came from model {other}; not replayed into {model}"
             report_skip(flow, reason, self.config.events)

@@ -490,7 +490,8 @@ def render(rows: list[dict], inproc: dict, mem: dict) -> str:
         verdict = "" if not target else ("ok" if row["meets_target"] else "MISSED")
         lines.append(
             f"{row['workload']:44} {row['direct']:>8.2f}{row['unit']:>2} {row['plain']:>8.2f}{row['unit']:>2} "
-            f"{row['addon']:>8.2f}{row['unit']:>2} {row['plain_over_direct']:>12.2f}x {row['addon_over_plain']:>12.3f}  "
+            f"{row['addon']:>8.2f}{row['unit']:>2} {row['plain_over_direct']:>12.2f}x "
+            f"{row['addon_over_plain']:>12.3f}  "
             f"{target} {verdict}"
         )
     lines += ["", f"{'in process (fastest of N; median)':44} {'ms/call':>10} {'median':>10} {'MB/s':>10}"]
@@ -499,7 +500,8 @@ def render(rows: list[dict], inproc: dict, mem: dict) -> str:
     lines += [
         "",
         f"memory of the addon's proxy: +{mem['rss_growth_over_turns_mb']:.1f} MB over {mem['turns']} streamed turns "
-        f"(from {mem['rss_before_mb']:.0f} MB), +{mem['rss_growth_during_50mb_stream_mb']:.1f} MB during one 50 MB stream",
+        f"(from {mem['rss_before_mb']:.0f} MB), "
+        f"+{mem['rss_growth_during_50mb_stream_mb']:.1f} MB during one 50 MB stream",
     ]
     return "\n".join(lines)
 

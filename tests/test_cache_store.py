@@ -338,6 +338,24 @@ def test_sqlite_two_instances_share_one_file(tmp_path):
     second.close()
 
 
+def test_sqlite_remembered_keys_follow_other_processes(tmp_path):
+    """Each store remembers where keys led; a write by another connection must end that, hits and misses alike."""
+    path = tmp_path / "c.db"
+    first = SQLiteStore(path, LIMITS)
+    second = SQLiteStore(path, LIMITS)
+    assert first.get_many(SCOPE, ["later"]) == {}  # remembered as leading nowhere
+    second.put(SCOPE, ["later"], make_record(1))
+    assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
+    second.put(SCOPE, ["later"], make_record(2))  # the same key captured again
+    assert first.get_many(SCOPE, ["later"]) == {"later": make_record(2)}
+    first.delete(SCOPE, ["later"])
+    assert first.get_many(SCOPE, ["later"]) == {} and second.get_many(SCOPE, ["later"]) == {}
+    first.put(SCOPE, ["mine"], make_record(3))
+    assert first.get_many(SCOPE, ["mine"]) == {"mine": make_record(3)}
+    first.close()
+    second.close()
+
+
 CHILD_PRELUDE = """
 import sys, time
 from pathlib import Path

@@ -448,7 +448,7 @@ def test_marked_events_are_the_parsed_events_holding_a_marker(seed: int) -> None
 @pytest.mark.parametrize(
     "chunk",
     [
-        b"event: x\ndata: {\"reasoning\":1}\n\n",
+        b'event: x\ndata: {"reasoning":1}\n\n',
         b"data: a\ndata: reasoning\n\n",
         b": comment\n\ndata: reasoning\n\n",
         b"data: reasoning\r\n\r\n",

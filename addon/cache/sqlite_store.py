@@ -9,6 +9,8 @@ A captured turn is stored once (`records`) and found through each of its keys
 lookup reads each record's text once however many keys lead to it. A stored
 record never changes and its id is never reused, so each process keeps the
 records it has read in memory: a client re-sends the same history every turn.
+Each process also remembers where keys led (or that they led nowhere) until
+SQLite's data_version says another process wrote to the file.
 """
 
 from __future__ import annotations
@@ -48,6 +50,10 @@ CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
 _KEYS_PER_QUERY = 500
 _PRUNE_EVERY = 256  # puts between two prunes
 _REMEMBERED = 8192  # parsed records kept in memory
+_REMEMBERED_KEYS = 65536  # (scope, key) -> record id or None, valid while no other process writes
+
+
+_UNKNOWN = object()
 
 
 def _create_private(path: Path) -> None:
@@ -68,6 +74,8 @@ class SQLiteStore:
         self._clock = clock
         self._puts = 0
         self._read: OrderedDict[int, tuple[float, ReasoningRecord]] = OrderedDict()  # id -> (stored_at, record)
+        self._keys: dict[tuple[str, str], int | None] = {}
+        self._data_version: int | None = None
         try:
             _create_private(path)
             # SQLite gives the -wal and -shm files the database file's permissions.
@@ -98,12 +106,24 @@ class SQLiteStore:
             raise
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
+        self._forget_keys_if_changed()
         ids: dict[str, int] = {}
-        for batch in _batches(list(dict.fromkeys(keys))):
-            rows = self._db.execute(
-                f"SELECT key, record_id FROM record_keys WHERE scope = ? AND key IN ({','.join('?' * len(batch))})",
-                (scope, *batch),
+        unknown = []
+        for key in dict.fromkeys(keys):
+            record_id = self._keys.get((scope, key), _UNKNOWN)
+            if record_id is _UNKNOWN:
+                unknown.append(key)
+            elif record_id is not None:
+                ids[key] = record_id
+        for batch in _batches(unknown):
+            rows = dict(
+                self._db.execute(
+                    f"SELECT key, record_id FROM record_keys WHERE scope = ? AND key IN ({','.join('?' * len(batch))})",
+                    (scope, *batch),
+                )
             )
+            for key in batch:
+                self._remember_key(scope, key, rows.get(key))
             ids.update(rows)
         if not ids:
             return {}
@@ -132,6 +152,18 @@ class SQLiteStore:
                     records[record_id] = record
         return {key: records[record_id] for key, record_id in ids.items() if record_id in records}
 
+    def _forget_keys_if_changed(self) -> None:
+        """Drops what keys led to once another connection committed: it may have replaced or deleted them."""
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._keys.clear()
+            self._data_version = version
+
+    def _remember_key(self, scope: str, key: str, record_id: int | None) -> None:
+        self._keys[(scope, key)] = record_id
+        if len(self._keys) > _REMEMBERED_KEYS:
+            del self._keys[next(iter(self._keys))]
+
     def _remember(self, record_id: int, stored_at: float, record: ReasoningRecord) -> None:
         self._read[record_id] = (stored_at, record)
         if len(self._read) > _REMEMBERED:
@@ -157,11 +189,15 @@ class SQLiteStore:
             self._db.execute("ROLLBACK")
             raise
         self._remember(record_id, stored_at, record)
+        for key in keys:
+            self._remember_key(scope, key, record_id)
         self._puts += 1
         if self._puts % _PRUNE_EVERY == 0:
             self.prune()
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
+        for key in keys:
+            self._remember_key(scope, key, None)
         removed = 0
         for batch in _batches(list(dict.fromkeys(keys))):
             removed += self._db.execute(
@@ -183,6 +219,7 @@ class SQLiteStore:
             self._db.execute("DELETE FROM records WHERE id NOT IN (SELECT record_id FROM record_keys)")
             self._db.execute("DELETE FROM record_keys WHERE record_id NOT IN (SELECT id FROM records)")
             self._db.execute("COMMIT")
+            self._keys.clear()
         except BaseException:
             self._db.execute("ROLLBACK")
             raise
@@ -190,4 +227,5 @@ class SQLiteStore:
 
     def close(self) -> None:
         self._read.clear()
+        self._keys.clear()
         self._db.close()

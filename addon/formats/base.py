@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, call_fingerprint
@@ -25,8 +25,7 @@ def call_lookup_keys(model: str | None, call_id: str | None, name: str | None, a
     return keys
 
 
-@dataclass(frozen=True, slots=True)
-class CallHit:
+class CallHit(NamedTuple):  # a tuple: a long history makes hundreds per request
     record: ReasoningRecord
     call: ToolCallRef  # the captured call the request's call matched
     via: Literal["id", "fingerprint"]
@@ -48,6 +47,11 @@ class CacheView:
     _calls: dict[tuple[Any, ...], CallHit | None] = field(default_factory=dict)  # repairs ask about a call repeatedly
 
     def call(self, call_id: str | None, name: str | None, arguments: Any) -> CallHit | None:
+        # Most calls come back with the id they were captured under: one lookup, no fingerprint.
+        if call_id and (record := self.record(call_id)) is not None:
+            captured = record.find_call(call_id)
+            if captured is not None:
+                return CallHit(record, captured, "id")
         memo = (call_id, name, arguments if isinstance(arguments, str) else None)
         if memo[2] is not None and memo in self._calls:
             return self._calls[memo]

@@ -356,12 +356,15 @@ class ChatCompletions:
             calls = message.get("tool_calls")
             if type(calls) is not list or not calls:
                 continue
+            location = f"messages[{index}]"
             if message.get("content") == []:
                 message["content"] = None
-                actions.append(RepairAction(kind="content_null", location=f"messages[{index}]", index=index))
+                actions.append(RepairAction("content_null", location, index))
             hits = [(call, cache.call(*_call_parts(call))) for call in calls if type(call) is dict]
-            actions.extend(_restore_message(index, message, hits))
-            actions.extend(_restore_calls(index, messages, hits))
+            if restored := _restore_message(index, location, message, hits):
+                actions.append(restored)
+            if any(hit is not None and (hit.call.fields or hit.call.aliases) for _, hit in hits):
+                actions.extend(_restore_calls(index, messages, hits))
         return actions
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
@@ -444,31 +447,30 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
 
 
 def _restore_message(
-    index: int, message: dict[str, Any], hits: list[tuple[dict[str, Any], CallHit | None]]
-) -> list[RepairAction]:
+    index: int, location: str, message: dict[str, Any], hits: list[tuple[dict[str, Any], CallHit | None]]
+) -> RepairAction | None:
     """The turn's state back on the message, from the first of its calls found in the cache."""
-    found = next(((call, hit) for call, hit in hits if hit is not None), None)
-    if found is None:
-        return []
-    call, hit = found
-    call_id = call.get("id") if isinstance(call.get("id"), str) else None
-    record = hit.record
-    restored = [name for name, value in record.fields.items() if is_missing(name, message.get(name))]
-    for name in restored:
-        message[name] = record.fields[name]
+    for call, hit in hits:
+        if hit is not None:
+            break
+    else:
+        return None
+    fields = hit.record.fields
+    restored = [name for name in fields if is_missing(name, message.get(name))]
     if not restored:
-        return []
-    return [
-        RepairAction(
-            kind="restored",
-            location=f"messages[{index}]",
-            index=index,
-            fields=restored,
-            tool_call_id=call_id or hit.call.id or None,
-            response_id=record.response_id,
-            via=hit.via,
-        )
-    ]
+        return None
+    for name in restored:
+        message[name] = fields[name]
+    sent_id = call.get("id")
+    return RepairAction(
+        "restored",
+        location,
+        index,
+        restored,
+        tool_call_id=(sent_id if isinstance(sent_id, str) else None) or hit.call.id or None,
+        response_id=hit.record.response_id,
+        via=hit.via,
+    )
 
 
 def _restore_calls(

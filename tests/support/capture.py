@@ -10,7 +10,10 @@ from addon.response_tap import ResponseTap
 
 
 def pieces(raw: bytes, size: int | None | str) -> list[bytes]:
-    """`raw` cut into pieces of `size` bytes (None: whole; "events": one SSE event per piece, as a server writes them)."""
+    """`raw` cut into pieces of `size` bytes.
+
+    None: whole; "events": one SSE event per piece, as a server writes them.
+    """
     if size is None:
         return [raw]
     if size == "events":
