@@ -37,8 +37,9 @@ from mitmproxy import http  # noqa: E402
 
 from addon import formats, jsoncodec  # noqa: E402
 from addon.cache import CacheLimits, SQLiteStore  # noqa: E402
+from addon.events import Repaired, loggable_actions  # noqa: E402
 from addon.formats.chat_completions import ChatCompletions  # noqa: E402
-from addon.records import ReasoningRecord, ToolCallRef  # noqa: E402
+from addon.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
 from addon.repair import plan_repair  # noqa: E402
 from addon.response_tap import ResponseTap  # noqa: E402
 from addon.scope import credential_fingerprint  # noqa: E402
@@ -342,6 +343,39 @@ def per_call(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return min(times), statistics.median(times)
 
 
+def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -> dict[str, dict[str, float]]:
+    """Where workload c's time goes. Parsing and re-serialising the body are a floor any repair pays."""
+    path = "/v1/chat/completions"
+    request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}{path}", body, HEADERS)
+    wire_format = ChatCompletions()
+    docs = iter([jsoncodec.loads(body) for _ in range(repeat + 1)])
+    plans = []
+
+    def plan() -> None:
+        plans.append(plan_repair(wire_format, request, next(docs), MODEL, store, "auto"))
+
+    def log_line() -> None:
+        summarize_actions(actions)
+        event = Repaired(
+            flow_id="f", host="h", url="u", wire_format=wire_format.name, applied=True, cache_hits=1, actions=actions
+        )
+        event.model_dump_json()
+
+    stages: dict[str, Callable[[], object]] = {"  c parse (orjson)": lambda: jsoncodec.loads(body)}
+    stages["  c lookups and repairs"] = plan
+    plan()
+    actions = loggable_actions(plans[0].actions, include_opaque=False)
+    repaired = jsoncodec.loads(body)
+    plan_repair(wire_format, request, repaired, MODEL, store, "auto")
+    stages["  c serialise (orjson)"] = lambda: jsoncodec.dumps(repaired)
+    stages["  c summary and log line"] = log_line
+    out = {}
+    for name, fn in stages.items():
+        best, median = per_call(fn, repeat)
+        out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": len(body) / best / 1e6}
+    return out
+
+
 def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -> dict[str, dict[str, float]]:
     from scripts.bench_upstream import event_stream  # the same stream the proxy gets
 
@@ -367,6 +401,7 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": len(body) / best / 1e6}
 
     repair_timing("repair c: chat 1 MB, 199 calls", "/v1/chat/completions", bodies.c)
+    out.update(c_stages(bodies.c, upstream_port, store, repeat))
     repair_timing("repair f: responses 1 MB", "/v1/responses", bodies.f_responses)
     repair_timing("repair f: anthropic 1 MB", "/v1/messages", bodies.f_anthropic)
 
