@@ -49,6 +49,14 @@ AUTH = "Bearer bench-key"
 HEADERS = {"authorization": AUTH, "content-type": "application/json"}
 TARGETS = ("direct", "plain", "addon")
 MODEL = "gemini-3-pro-preview"
+REQUEST_WORKLOADS = (  # key, label, path, rounds
+    ("a", "a  small POST, not LLM (p50)", "/v1/telemetry", 300),
+    ("b", "b  chat 100 KB, cannot need repair (p50)", "/v1/chat/completions", 150),
+    ("b2", "b2 chat 100 KB, tool calls intact (p50)", "/v1/chat/completions", 150),
+    ("c", "c  chat 1 MB / 400 msgs, repaired (p50)", "/v1/chat/completions", 40),
+    ("f_responses", "f  responses 1 MB, rs_ inserted (p50)", "/v1/responses", 30),
+    ("f_anthropic", "f  anthropic 1 MB, thinking restored (p50)", "/v1/messages", 30),
+)
 TARGET_RATIOS = {  # addon / plain, from the issue
     "a": ("<=", 1.05),
     "b": ("<=", 1.10),
@@ -580,28 +588,10 @@ def main() -> int:
             )
             assert check.json()["received"] > len(bodies.c), "workload c was not repaired"
             n = lambda count: max(3, int(count * scale))  # noqa: E731
+            # Request workloads: the key names the body in Bodies and the row in TARGET_RATIOS.
             rows = [
-                ratio_row(
-                    "a  small POST, not LLM (p50)", "a", sequential(clients, "/v1/telemetry", bodies.a, n(300)), "ms"
-                ),
-                ratio_row(
-                    "b  chat 100 KB, cannot need repair (p50)",
-                    "b",
-                    sequential(clients, "/v1/chat/completions", bodies.b, n(150)),
-                    "ms",
-                ),
-                ratio_row(
-                    "b2 chat 100 KB, tool calls intact (p50)",
-                    "b2",
-                    sequential(clients, "/v1/chat/completions", bodies.b2, n(150)),
-                    "ms",
-                ),
-                ratio_row(
-                    "c  chat 1 MB / 400 msgs, repaired (p50)",
-                    "c",
-                    sequential(clients, "/v1/chat/completions", bodies.c, n(40)),
-                    "ms",
-                ),
+                ratio_row(label, key, sequential(clients, path, getattr(bodies, key), n(count)), "ms")
+                for key, label, path, count in REQUEST_WORKLOADS
             ]
             first, total = streamed(clients, 2000, n(60))
             rows += [
@@ -613,20 +603,6 @@ def main() -> int:
                     "e  32 concurrent streams: turns/s", "e", concurrent(urls, n(7) if not args.quick else 2), "/s"
                 )
             )
-            rows += [
-                ratio_row(
-                    "f  responses 1 MB, rs_ inserted (p50)",
-                    "f_responses",
-                    sequential(clients, "/v1/responses", bodies.f_responses, n(30)),
-                    "ms",
-                ),
-                ratio_row(
-                    "f  anthropic 1 MB, thinking restored (p50)",
-                    "f_anthropic",
-                    sequential(clients, "/v1/messages", bodies.f_anthropic, n(30)),
-                    "ms",
-                ),
-            ]
             for client in clients.values():
                 client.close()
             inproc = in_process(bodies, port, scratch, args.quick)
