@@ -10,6 +10,7 @@ from mitmproxy import http
 
 from . import formats
 from .annotate import add_comment, flow_meta, report_skip
+from .cache import StoreUnavailable
 from .events import Captured, summarize_record
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
@@ -82,13 +83,19 @@ class ResponseCapture:
                 return
             wire_format = formats.by_name(meta["format"])
             captured = []
+            unavailable = None
             for record in tap.reader.records(complete=complete):
                 record = record.model_copy(
                     update={"request_model": meta.get("request_model"), "captured_at": time.time()}
                 )
                 keys = record.keys()
-                if keys:
-                    store.put(meta["scope"], keys, record)
+                stored = False
+                if keys and unavailable is None:
+                    try:
+                        store.put(meta["scope"], keys, record)
+                        stored = True
+                    except StoreUnavailable as e:
+                        unavailable = str(e)
                 fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
                 self.config.events.write(
                     Captured(
@@ -103,7 +110,7 @@ class ResponseCapture:
                         fields=fields,
                         streamed=tap.sse,
                         complete=complete,
-                        stored=bool(keys),
+                        stored=stored,
                     )
                 )
                 names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
@@ -117,6 +124,9 @@ class ResponseCapture:
                     url,
                     f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
                 )
+            if unavailable is not None:
+                reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
+                report_skip(flow, reason, self.config.events)
             if captured:
                 meta["captured"] = captured
                 fields = sorted({name for entry in captured for name in entry["fields"]})

@@ -17,6 +17,7 @@ from mitmproxy import http
 
 from . import jsoncodec
 from .annotate import add_comment, flow_meta
+from .cache import StoreUnavailable
 from .diagnosis import Diagnosis, classify
 from .events import Diagnosed
 from .failopen import fail_open
@@ -229,7 +230,10 @@ class ErrorExplainer:
         if store is None or not (calls or diagnosis.item_ids):
             return None
         keys = [key for call in calls for key in call_lookup_keys(model, *call)] + list(diagnosis.item_ids)
-        cache = CacheView(store.get_many(meta["scope"], keys), model)
+        try:
+            cache = CacheView(store.get_many(meta["scope"], keys), model)
+        except StoreUnavailable:
+            return None  # unknown: the cache cannot be asked now
         return any(cache.call(*call) for call in calls) or any(cache.record(i) for i in diagnosis.item_ids)
 
     def _heal(self, meta: dict[str, Any], diagnosis: Diagnosis, plan: RepairPlan, sites: list[RepairAction]) -> int:
@@ -242,7 +246,11 @@ class ErrorExplainer:
         refused = {site.response_id for site in sites}
         doomed = [e for e in entries if e["response_id"] in refused or named & set(e["keys"]) or e.get("item") in named]
         # One entry per captured turn, whatever the number of keys it is stored under.
-        removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry["keys"]))
+        try:
+            removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry["keys"]))
+        except StoreUnavailable as e:
+            logger.warning("llm could not drop the cache entries the provider refused: %s", e)
+            return 0
         if removed:
             logger.warning("llm dropped %d cache entr%s the provider refused", removed, "y" if removed == 1 else "ies")
         return removed

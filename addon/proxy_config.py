@@ -92,7 +92,7 @@ class ProxyConfig:
         settings = self.settings
         assert settings is not None, "configure() runs before running()"
         logger.info("%s %s active: %s", PROJECT, _version(), settings.summary())
-        self.events.write(Started(version=_version(), settings=settings.model_dump(mode="json")))
+        self.events.write(Started(version=_version(), settings=settings.loggable()))
 
     def done(self) -> None:
         if self.store is not None:

@@ -10,7 +10,7 @@ from mitmproxy import http
 
 from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
-from .cache import ReasoningStore
+from .cache import ReasoningStore, StoreUnavailable
 from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
@@ -102,7 +102,11 @@ class RequestRepair:
         store, settings = self.config.store, self.config.settings
         assert store is not None and settings is not None
         model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
-        plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder, scope)
+        try:
+            plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder, scope)
+        except StoreUnavailable as e:
+            report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
+            return
         for key, other in plan.cache.mismatched.items():
             reason = f"reasoning cached for {key} came from model {other}; not replayed into {model}"
             report_skip(flow, reason, self.config.events)

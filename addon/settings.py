@@ -13,8 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
+
+from .cache.redis_store import REDIS_SCHEMES, display_url
 
 PROJECT = "llm-reasoning-proxy"
 
@@ -37,9 +40,11 @@ OPTIONS: tuple[OptionSpec, ...] = (
         str(default_state_dir() / "cache.db"),
         """
         Where reasoning state is kept between a response and the next request:
-        a SQLite file path (created owner-only; several proxy processes may
-        share one file), or "memory" for a cache that lives only as long as
-        this process.
+        a SQLite file path (created owner-only; several proxy processes on
+        one machine may share one file), "redis://[:PASSWORD@]HOST:PORT/DB"
+        (or rediss:// for TLS) for one cache shared by proxies on many
+        machines, or "memory" for a cache that lives only as long as this
+        process.
         """,
     ),
     OptionSpec(
@@ -117,7 +122,7 @@ _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    cache: str  # "memory" or an absolute file path
+    cache: str  # "memory", an absolute file path, or a redis:// URL
     log: Path | None
     repair: bool
     cache_max_age: float
@@ -126,9 +131,17 @@ class Settings(BaseModel):
     keep_bodies: Literal["auto", "true", "false"]
     signature_placeholder: str = "auto"
 
+    @property
+    def cache_display(self) -> str:
+        """The cache setting as it may be logged: a Redis URL loses its password."""
+        return display_url(self.cache) if self.cache.startswith(REDIS_SCHEMES) else self.cache
+
+    def loggable(self) -> dict:
+        return self.model_dump(mode="json") | {"cache": self.cache_display}
+
     def summary(self) -> str:
         return (
-            f"cache={self.cache} (max age {self.cache_max_age:g}s, max {self.cache_max_entries} entries), "
+            f"cache={self.cache_display} (max age {self.cache_max_age:g}s, max {self.cache_max_entries} entries), "
             f"log={self.log or 'off'}, repair={'on' if self.repair else 'off (observe only)'}"
         )
 
@@ -162,22 +175,41 @@ def parse_count(name: str, value: str | None) -> int:
 
 
 def parse_cache(value: str | None) -> str:
+    expected = 'expected a SQLite file path, a redis:// URL or "memory"'
     if value is None or not value.strip():
-        raise ValueError('llm_cache: expected a SQLite file path or "memory"')
+        raise ValueError(f"llm_cache: {expected}")
     value = value.strip()
     if value == "memory":
         return value
+    if value.startswith(REDIS_SCHEMES):
+        return parse_redis_url(value)
     if "://" in value:
-        raise ValueError(f'llm_cache: unsupported cache {value!r}; expected a SQLite file path or "memory"')
+        raise ValueError(f"llm_cache: unsupported cache {display_url(value)!r}; {expected}")
     path = Path(value).expanduser().absolute()
     if path.is_dir():
         raise ValueError(f"llm_cache: {path} is a directory; give a file path such as {path / 'cache.db'}")
     return str(path)
 
 
+def parse_redis_url(value: str) -> str:
+    shown = display_url(value)
+    try:
+        url = urlsplit(value)
+        url.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError as e:
+        raise ValueError(f"llm_cache: {shown} is not a usable Redis URL: {e}") from e
+    if not url.hostname:
+        raise ValueError(f"llm_cache: {shown} names no host; expected redis://HOST:PORT/DB")
+    database = url.path.strip("/")
+    if database and not database.isdigit():
+        raise ValueError(f"llm_cache: {shown}: the database must be a number, as in redis://HOST:PORT/0")
+    return value
+
+
 def parse_log(value: str | None, cache: str) -> Path | None:
     if value is None:
-        folder = default_state_dir() if cache == "memory" else Path(cache).parent
+        on_disk = cache != "memory" and not cache.startswith(REDIS_SCHEMES)
+        folder = Path(cache).parent if on_disk else default_state_dir()
         return folder / "events.jsonl"
     if not value.strip():
         return None

@@ -23,3 +23,12 @@ ensure_venv() {  # $1: "run" or "test"
         echo "$want" > "$stamp"
     fi
 }
+
+ensure_redis_server() {  # the tests start real Redis servers; Debian's package when there is none
+    command -v redis-server >/dev/null && return
+    echo "installing redis-server (Debian package)" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+}

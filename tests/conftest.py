@@ -13,6 +13,7 @@ if str(ROOT) not in sys.path:
 
 from tests.support.fake_provider import FakeProvider  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
+from tests.support.redis_server import RedisServer  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -47,6 +48,12 @@ def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[Mitm
     )
     with process:
         yield process
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server
 
 
 @pytest.fixture

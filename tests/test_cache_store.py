@@ -10,11 +10,12 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
-from addon.cache import CacheLimits, MemoryStore, SQLiteStore, StoreError, open_store
+from addon.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from addon.records import ReasoningRecord, ToolCallRef
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,15 +58,21 @@ def make_record(n: int = 1, **overrides) -> ReasoningRecord:
     return ReasoningRecord(**values)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def backend(request, tmp_path):
     """A factory (limits, clock) -> store for each backend; stores are closed afterwards."""
     opened = []
+    if request.param == "redis":
+        server = request.getfixturevalue("redis_server")
+        with server.client() as admin:
+            admin.flushdb()
 
     def make(limits: CacheLimits = LIMITS, clock: FakeClock | None = None):
         clock = clock or FakeClock()
         if request.param == "memory":
             store = MemoryStore(limits, clock=clock)
+        elif request.param == "redis":
+            store = RedisStore(server.url(), limits, clock=clock)
         else:
             store = SQLiteStore(tmp_path / "cache.db", limits, clock=clock)
         opened.append(store)
@@ -475,4 +482,83 @@ def test_sqlite_corrupted_row_is_skipped(tmp_path, corrupt, caplog):
     with caplog.at_level("WARNING", logger="addon.cache.sqlite_store"):
         assert store.get_many(SCOPE, ["bad", "good"]) == {"good": make_record()}
     assert "bad" in caplog.text
+    store.close()
+
+
+# --------------------------------------------------------------------------------------
+# Redis: one cache for many proxies
+
+
+def test_redis_two_stores_share_one_database(redis_server):
+    with redis_server.client() as admin:
+        admin.flushdb()
+    first, second = RedisStore(redis_server.url(), LIMITS), RedisStore(redis_server.url(), LIMITS)
+    first.put(SCOPE, ["from_first"], make_record(1))
+    assert second.get_many(SCOPE, ["from_first"]) == {"from_first": make_record(1)}
+    assert second.get_many(OTHER_SCOPE, ["from_first"]) == {}
+    assert second.delete(SCOPE, ["from_first"]) == 1
+    assert first.get_many(SCOPE, ["from_first"]) == {}  # even though first has the record in memory
+    first.close()
+    second.close()
+
+
+def test_redis_expires_entries_itself(redis_server):
+    with redis_server.client() as admin:
+        admin.flushdb()
+        store = RedisStore(redis_server.url(), CacheLimits(max_age=3600.0, max_entries=10))
+        store.put(SCOPE, ["call_ttl"], make_record(1))
+        names = [name.decode() for name in admin.keys("llm-reasoning-proxy:*")]
+        expiring = [name for name in names if ":key:" in name or ":record:" in name]
+        assert expiring and all(0 < admin.ttl(name) <= 3600 for name in expiring)
+        assert f"llm-reasoning-proxy:key:{SCOPE}|call_ttl" in names
+    store.close()
+
+
+def test_redis_count_bound_drops_keys_for_every_process(redis_server):
+    with redis_server.client() as admin:
+        admin.flushdb()
+    clock = FakeClock()
+    limits = CacheLimits(max_age=DAY, max_entries=2)
+    writer, reader = (RedisStore(redis_server.url(), limits, clock=clock) for _ in range(2))
+    for n in range(4):
+        clock.now += 1
+        writer.put(SCOPE, [f"k{n}"], make_record(n))
+    assert reader.get_many(SCOPE, ["k0", "k1", "k2", "k3"]).keys() == {"k0", "k1", "k2", "k3"}
+    assert writer.prune() == 2
+    assert reader.get_many(SCOPE, ["k0", "k1", "k2", "k3"]).keys() == {"k2", "k3"}
+    writer.close()
+    reader.close()
+
+
+def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog):
+    """Down: every call raises StoreUnavailable at once (logged once); back: the next call after the pause works."""
+    from addon.cache import StoreUnavailable, redis_store
+    from tests.support.redis_server import RedisServer
+
+    server = RedisServer(tmp_path).start()
+    store = RedisStore(server.url(), LIMITS)
+    store.put(SCOPE, ["before"], make_record(1))
+    server.stop()
+    caplog.set_level("WARNING", logger="addon.cache.redis_store")
+    with pytest.raises(StoreUnavailable, match="unavailable"):
+        store.get_many(SCOPE, ["before"])
+    started = time.monotonic()
+    for _ in range(50):  # paused: no connection attempt at all
+        with pytest.raises(StoreUnavailable):
+            store.put(SCOPE, ["during"], make_record(2))
+    assert time.monotonic() - started < 0.2
+    server.start()
+    time.sleep(redis_store.FIRST_PAUSE + 0.1)
+    assert store.get_many(SCOPE, ["before"]) == {}  # a restarted Redis without persistence has forgotten
+    store.put(SCOPE, ["after"], make_record(3))
+    assert store.get_many(SCOPE, ["after"]) == {"after": make_record(3)}
+    messages = [record.getMessage() for record in caplog.records]
+    assert sum("is unavailable" in m for m in messages) == 1 and sum("is back" in m for m in messages) == 1
+    store.close()
+    server.stop()
+
+
+def test_redis_url_password_never_shown(redis_server):
+    store = RedisStore(f"redis://:hunter2@127.0.0.1:{redis_server.port}/0", LIMITS)
+    assert "hunter2" not in store.description and ":***@" in store.description
     store.close()

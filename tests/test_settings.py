@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -184,13 +185,39 @@ def test_parse_cache_rejects_home_directory(home):
         parse_cache("~")
 
 
-@pytest.mark.parametrize("value", ["redis://x", "redis://localhost:6379/0", "file:///tmp/x.db", "sqlite://x.db"])
+@pytest.mark.parametrize("value", ["file:///tmp/x.db", "sqlite://x.db", "http://localhost:6379/0"])
 def test_parse_cache_rejects_urls(value):
     with pytest.raises(ValueError) as info:
         parse_cache(value)
     message = str(info.value)
     assert message.startswith("llm_cache:")
     assert repr(value) in message
+
+
+@pytest.mark.parametrize("value", ["redis://localhost:6379/0", "redis://:pw@cache.internal:6380/3", "rediss://h:1/0"])
+def test_parse_cache_accepts_redis_urls(value):
+    assert parse_cache(value) == value
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("redis://", "names no host"),
+        ("redis://:secret@h:port/0", "not a usable Redis URL"),
+        ("redis://:secret@h:6379/zero", "database must be a number"),
+    ],
+)
+def test_parse_cache_rejects_bad_redis_urls_without_their_password(value, problem):
+    with pytest.raises(ValueError, match=problem) as info:
+        parse_cache(value)
+    assert str(info.value).startswith("llm_cache:") and "secret" not in str(info.value)
+
+
+def test_redis_password_stays_out_of_the_summary_and_the_started_event():
+    settings = parse_settings({**DEFAULTS, "llm_cache": "redis://:hunter2@cache.internal:6379/0"})
+    assert settings.cache == "redis://:hunter2@cache.internal:6379/0"  # still what the store connects with
+    assert "hunter2" not in settings.summary() and "hunter2" not in json.dumps(settings.loggable())
+    assert "redis://:***@cache.internal:6379/0" in settings.summary()
 
 
 @pytest.mark.parametrize("value", [None, "", "   "])
@@ -358,7 +385,7 @@ def test_settings_are_frozen():
 @pytest.mark.parametrize(
     ("option", "value"),
     [
-        ("llm_cache", "redis://x"),
+        ("llm_cache", "redis://x:notaport"),
         ("llm_cache", ""),
         ("llm_repair", "maybe"),
         ("llm_repair", ""),

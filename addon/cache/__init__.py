@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .base import CacheLimits, ReasoningStore, StoreError
+from .base import CacheLimits, ReasoningStore, StoreError, StoreUnavailable
 from .memory_store import MemoryStore
+from .redis_store import REDIS_SCHEMES, RedisStore
 from .sqlite_store import SQLiteStore
 
 
@@ -13,7 +14,18 @@ def open_store(spec: str, limits: CacheLimits) -> ReasoningStore:
     """Opens the backend named by the `llm_cache` option; raises StoreError."""
     if spec == "memory":
         return MemoryStore(limits)
+    if spec.startswith(REDIS_SCHEMES):
+        return RedisStore(spec, limits)
     return SQLiteStore(Path(spec).expanduser(), limits)
 
 
-__all__ = ["CacheLimits", "MemoryStore", "ReasoningStore", "SQLiteStore", "StoreError", "open_store"]
+__all__ = [
+    "CacheLimits",
+    "MemoryStore",
+    "ReasoningStore",
+    "RedisStore",
+    "SQLiteStore",
+    "StoreError",
+    "StoreUnavailable",
+    "open_store",
+]

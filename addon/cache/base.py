@@ -13,6 +13,10 @@ class StoreError(Exception):
     """The cache cannot be opened or used; the message says why, for a person."""
 
 
+class StoreUnavailable(StoreError):
+    """The cache cannot be reached for now (a Redis outage): traffic goes on without it."""
+
+
 @dataclass(frozen=True, slots=True)
 class CacheLimits:
     max_age: float  # seconds an entry stays usable

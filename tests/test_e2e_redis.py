@@ -1,0 +1,112 @@
+"""End to end: proxies sharing one Redis cache, and a Redis that goes away and comes back."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+
+from addon.cache import redis_store
+from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support.fake_provider import FakeProvider
+from tests.support.proxy import MitmdumpProcess
+from tests.support.redis_server import RedisServer
+
+pytestmark = pytest.mark.e2e
+
+GEMINI = "gemini-3-pro-preview"
+ANSWER = "The directory holds two files."
+
+
+def redis_proxy(fake: FakeProvider, confdir: Path, url: str, log: Path) -> MitmdumpProcess:
+    return MitmdumpProcess(
+        "--mode", f"reverse:{fake.url}", "--set", f"llm_cache={url}", "--set", f"llm_log={log}", confdir=confdir
+    )
+
+
+def turn_two(fake: FakeProvider, base_url: str, api_key: str) -> list[dict]:
+    """Turn 1 through `base_url`; the history a client that drops the opaque sends next."""
+    turn = first_turn(client(base_url, api_key), GEMINI, stream=True)
+    assert turn["reasoning_opaque"] == fake.issued[turn["tool_calls"][0]["id"]]["reasoning_opaque"]
+    return history_as_sent(turn, drop=("reasoning_opaque", "reasoning_text"), content=[])
+
+
+def events(log: Path, kind: str) -> list[dict]:
+    return [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == kind]
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis of this test's own, which the test may stop and start."""
+    server = RedisServer(tmp_path / "redis")
+    server.workdir.mkdir()
+    yield server
+    server.stop()
+
+
+def test_turn_two_through_another_proxy_is_repaired_from_the_shared_redis(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, redis_server: RedisServer, api_key: str
+) -> None:
+    url = redis_server.url()
+    with (
+        redis_proxy(fake, confdir, url, tmp_path / "first.jsonl") as first,
+        redis_proxy(fake, confdir, url, tmp_path / "second.jsonl") as second,
+    ):
+        messages = turn_two(fake, first.url, api_key)
+        assert second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == ANSWER
+        sent = fake.last().doc["messages"][1]
+        assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
+        # Another credential gets nothing from the shared cache.
+        with pytest.raises(openai.BadRequestError, match="thought_signature"):
+            second_turn(client(second.url, api_key + "-other"), GEMINI, messages, stream=False)
+        assert "redis://127.0.0.1" in first.output  # the active line names the backend
+    assert events(tmp_path / "first.jsonl", "captured") and not events(tmp_path / "first.jsonl", "repaired")
+    assert events(tmp_path / "second.jsonl", "repaired")
+
+
+def test_redis_outage_forwards_unchanged_and_recovers(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer, api_key: str
+) -> None:
+    log = tmp_path / "events.jsonl"
+    own_redis.start()
+    with redis_proxy(fake, confdir, own_redis.url(), log) as proxy:
+        messages = turn_two(fake, proxy.url, api_key)
+        own_redis.stop()
+        body = json.dumps({"model": GEMINI, "messages": messages, "tools": TOOLS}).encode()
+        headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
+        started = time.monotonic()
+        for _ in range(3):  # the provider's own 400 comes back; the proxy neither fails nor waits on Redis
+            answer = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers=headers, timeout=30)
+            assert answer.status_code == 400 and "invalid request body" in answer.text  # content: [] as sent
+            assert fake.last().body == body  # forwarded byte for byte
+        assert time.monotonic() - started < 5
+        assert httpx.post(f"{proxy.url}/v1/telemetry", content=b"{}", timeout=30).status_code < 500
+        skipped = [e["reason"] for e in events(log, "skipped")]
+        assert skipped and all("reasoning cache unavailable" in reason for reason in skipped)
+        assert not events(log, "failure")
+        assert proxy.output.count("is unavailable (") == 1  # the outage warning, once; each flow says it at info
+
+        own_redis.start()  # empty: it kept nothing
+        time.sleep(redis_store.LONGEST_PAUSE + 0.5)  # whatever pause the outage reached has ended
+        messages = turn_two(fake, proxy.url, api_key)
+        assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False) == ANSWER
+        assert "is back" in proxy.output
+    assert events(log, "repaired")
+
+
+def test_proxy_starts_while_redis_is_down_and_uses_it_once_up(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer, api_key: str
+) -> None:
+    with redis_proxy(fake, confdir, own_redis.url(), tmp_path / "events.jsonl") as proxy:
+        assert "is unavailable" in proxy.output  # said at startup, and the proxy runs all the same
+        turn = first_turn(client(proxy.url, api_key), GEMINI, stream=False)  # answered, not cached
+        assert turn["tool_calls"]
+        own_redis.start()
+        time.sleep(redis_store.LONGEST_PAUSE + 0.5)
+        messages = turn_two(fake, proxy.url, api_key)
+        assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True) == ANSWER
