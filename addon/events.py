@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -163,16 +164,31 @@ def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[
 
 
 class EventLog:
-    """Appends events to a JSONL file created owner-only; never raises into a hook."""
+    """Appends events to a JSONL file created owner-only; never raises into a hook.
 
-    def __init__(self, path: Path | None) -> None:
+    The file is bounded: once it reaches `max_bytes` it becomes `<name>.1` (the
+    older `.1` becomes `.2`, and so on up to `backups`; the oldest is dropped),
+    so the log never takes more than about (backups + 1) x max_bytes. Several
+    proxies may share one log: a writer whose file another one rotated puts at
+    most one more line into that backup, then finds the file moved and reopens it.
+    """
+
+    def __init__(self, path: Path | None, max_bytes: int = 20 * 1024 * 1024, backups: int = 2) -> None:
         self.path = path
+        self.max_bytes = max_bytes
+        self.backups = backups
         self._file = None
+        self._inode = 0
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+            self._open()
         self._failed = False
+
+    def _open(self) -> None:
+        assert self.path is not None
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
+        self._inode = os.fstat(fd).st_ino
 
     def write(self, event: Event) -> None:
         if self._file is None:
@@ -183,10 +199,27 @@ class EventLog:
             except ValueError:  # a lone surrogate, which pydantic's serializer refuses
                 line = jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
             self._file.write(line + "\n")
+            if os.fstat(self._file.fileno()).st_size >= self.max_bytes:
+                self._rotate()
         except (OSError, ValueError) as e:
             if not self._failed:
                 logger.warning("llm event log %s: cannot write (%s); further failures are not reported", self.path, e)
             self._failed = True
+
+    def _rotate(self) -> None:
+        assert self.path is not None and self._file is not None
+        self._file.close()
+        backups = [self.path.with_name(f"{self.path.name}.{n}") for n in range(1, self.backups + 1)]
+        # Each file moves one place down: the log to .1, .1 to .2, ...; what falls off the end is gone.
+        moves = list(zip([self.path, *backups[:-1]], backups))
+        with contextlib.suppress(FileNotFoundError):  # another process may be rotating the same log
+            if os.stat(self.path).st_ino == self._inode:
+                for newer, older in reversed(moves):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.replace(newer, older)
+                if not backups:
+                    self.path.unlink()
+        self._open()
 
     def close(self) -> None:
         if self._file is not None:

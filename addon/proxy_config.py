@@ -79,9 +79,10 @@ class ProxyConfig:
             if self.store is not None:
                 self.store.close()
             self.store = store
-        if previous is None or previous.log != settings.log:
+        log_setup = (settings.log, settings.log_max_bytes, settings.log_backups)
+        if previous is None or (previous.log, previous.log_max_bytes, previous.log_backups) != log_setup:
             try:
-                events = EventLog(settings.log)
+                events = EventLog(*log_setup)
             except OSError as e:
                 self.settings = previous
                 raise exceptions.OptionsError(f"llm_log: cannot open {settings.log}: {e}") from e

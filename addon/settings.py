@@ -58,6 +58,24 @@ OPTIONS: tuple[OptionSpec, ...] = (
         """,
     ),
     OptionSpec(
+        "llm_log_max_size",
+        "20MB",
+        """
+        Size at which the event log is rotated: bytes, or a number with a
+        unit (KB, MB, GB), e.g. "50MB". The log becomes <name>.1 (and .1
+        becomes .2, up to llm_log_backups files; the oldest is dropped).
+        """,
+    ),
+    OptionSpec(
+        "llm_log_backups",
+        "2",
+        """
+        How many rotated event logs are kept beside the current one (0 keeps
+        none), so the log never takes more than (backups + 1) x
+        llm_log_max_size.
+        """,
+    ),
+    OptionSpec(
         "llm_repair",
         "true",
         """
@@ -124,6 +142,8 @@ class Settings(BaseModel):
 
     cache: str  # "memory", an absolute file path, or a redis:// URL
     log: Path | None
+    log_max_bytes: int = 20 * 1024 * 1024
+    log_backups: int = 2
     repair: bool
     cache_max_age: float
     cache_max_entries: int
@@ -162,6 +182,25 @@ def parse_duration(name: str, value: str | None) -> float:
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"{name}: expected a positive duration such as 3600, 30m, 12h or 7d, got {value!r}")
     return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(b|kb|mb|gb|k|m|g)?\s*$", re.IGNORECASE)
+_UNIT_BYTES = {"b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
+
+
+def parse_size(name: str, value: str | None, default: str) -> int:
+    match = _SIZE.match(default if value is None else value)
+    size = int(match.group(1)) * _UNIT_BYTES[(match.group(2) or "b").lower()] if match else 0
+    if size < 4096:
+        raise ValueError(f"{name}: expected a size of at least 4KB, such as 20MB, 512KB or 1GB, got {value!r}")
+    return size
+
+
+def parse_backups(value: str | None) -> int:
+    text = "2" if value is None else value.strip()
+    if not text.isdigit():
+        raise ValueError(f"llm_log_backups: expected a whole number (0 or more), got {value!r}")
+    return int(text)
 
 
 def parse_count(name: str, value: str | None) -> int:
@@ -244,6 +283,8 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
     return Settings(
         cache=cache,
         log=parse_log(values.get("llm_log"), cache),
+        log_max_bytes=parse_size("llm_log_max_size", values.get("llm_log_max_size"), "20MB"),
+        log_backups=parse_backups(values.get("llm_log_backups")),
         repair=parse_bool("llm_repair", values.get("llm_repair")),
         cache_max_age=parse_duration("llm_cache_max_age", values.get("llm_cache_max_age")),
         cache_max_entries=parse_count("llm_cache_max_entries", values.get("llm_cache_max_entries")),

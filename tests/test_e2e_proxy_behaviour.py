@@ -355,3 +355,25 @@ def test_flow_file_keeps_bodies_comments_and_markers(
     assert "restored reasoning_text, reasoning_opaque on messages[1]" in second.comment
     assert second.metadata["llm"]["repairs"][0] == "content [] -> null on messages[1]"
     assert b'"content": " directory"' in second.response.content
+
+
+def test_event_log_is_rotated_at_its_size(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> None:
+    log = tmp_path / "events.jsonl"
+    with MitmdumpProcess(
+        "--mode",
+        f"reverse:{fake.url}",
+        "--set",
+        "llm_cache=memory",
+        "--set",
+        f"llm_log={log}",
+        "--set",
+        "llm_log_max_size=8KB",
+        "--set",
+        "llm_log_backups=1",
+        confdir=confdir,
+    ) as proxy:
+        for _ in range(12):  # each turn logs a captured event with its reasoning text: well past 16 KB in all
+            first_turn(client(proxy.url, api_key), GEMINI, stream=False)
+    assert sorted(p.name for p in tmp_path.glob("events.jsonl*")) == ["events.jsonl", "events.jsonl.1"]
+    assert all(p.stat().st_size < 8192 + 4096 for p in tmp_path.glob("events.jsonl*"))
+    assert '"kind":"captured"' in "".join(p.read_text() for p in tmp_path.glob("events.jsonl*"))

@@ -306,6 +306,8 @@ def test_options_are_declared_once_each():
     assert names == [
         "llm_cache",
         "llm_log",
+        "llm_log_max_size",
+        "llm_log_backups",
         "llm_repair",
         "llm_cache_max_age",
         "llm_cache_max_entries",
@@ -422,3 +424,19 @@ def test_parse_settings_error_names_llm_log(tmp_path):
 )
 def test_parse_placeholder(value, expected):
     assert parse_placeholder(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("20MB", 20 * 1024**2), ("512kb", 512 * 1024), ("1G", 1024**3), ("65536", 65536)]
+)
+def test_log_max_size(value, expected):
+    assert parse_settings({**DEFAULTS, "llm_cache": "memory", "llm_log_max_size": value}).log_max_bytes == expected
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("llm_log_max_size", "10"), ("llm_log_max_size", "lots"), ("llm_log_max_size", "-5MB"), ("llm_log_backups", "-1")],
+)
+def test_log_rotation_options_refuse_bad_values(option, value):
+    with pytest.raises(ValueError, match=f"^{option}: "):
+        parse_settings({**DEFAULTS, "llm_cache": "memory", option: value})
