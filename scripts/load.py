@@ -1,0 +1,252 @@
+"""Many agent conversations at once through one proxy: every turn must be repaired and answered.
+
+Starts the fake provider (tests/support/fake_provider.py, which enforces each
+provider's rules with its real error texts) in a process of its own, and one
+`mitmdump -s addon/main.py` in front of it with a SQLite cache. Then it runs
+waves of CONVERSATIONS concurrent agent conversations with the openai SDK.
+Each conversation makes TURNS tool-call turns and then gets its answer. The
+client drops reasoning_opaque and sends `content: []` (as Zed does with GitHub
+Copilot's Gemini 3), so every turn after the first is answered 200 only if the
+proxy repaired it. After each wave it records the proxy's resident memory; the
+first wave is the warm-up.
+
+    scripts/load [--conversations 200] [--turns 5] [--waves 3] [--out load-results.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import openai  # noqa: E402
+
+from tests.support.proxy import MitmdumpProcess  # noqa: E402
+
+MODEL = "gemini-3-pro-preview"  # the fake answers as GitHub Copilot serving Gemini 3
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
+        },
+    }
+]
+# The fake provider in a process of its own, with a listen backlog that takes a burst of connections.
+FAKE = """
+import http.server, time
+http.server.ThreadingHTTPServer.request_queue_size = 1024
+from tests.support.fake_provider import FakeProvider
+provider = FakeProvider().start()
+print(provider.url, flush=True)
+time.sleep(10**9)
+"""
+
+
+@dataclass
+class Wave:
+    conversations: int
+    seconds: float
+    turns_ok: int
+    turns_failed: int
+    answers: int
+    turn_p50_ms: float
+    turn_p95_ms: float
+    rss_after_mb: float
+    statuses: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def turns_per_second(self) -> float:
+        return (self.turns_ok + self.turns_failed) / self.seconds
+
+
+@dataclass
+class LoadReport:
+    conversations: int
+    turns: int
+    waves: list[Wave]
+    repaired_events: int
+    failure_events: int
+    proxy_errors: list[str]
+
+    @property
+    def every_turn_ok(self) -> bool:
+        return all(w.turns_failed == 0 and w.answers == w.conversations for w in self.waves)
+
+    @property
+    def growth_after_warmup_mb(self) -> float:
+        return self.waves[-1].rss_after_mb - self.waves[0].rss_after_mb
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+async def conversation(llm: openai.AsyncOpenAI, turns: int, latencies: list[float], statuses: dict[str, int]) -> bool:
+    """One agent loop; True when it reached its answer with every turn answered 200."""
+    messages: list[dict] = [{"role": "user", "content": "Read the files one by one, then summarise them."}]
+    for _ in range(turns + 1):
+        started = time.perf_counter()
+        try:
+            stream = await llm.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, stream=True)
+            content, calls = [], {}
+            async for chunk in stream:
+                if not chunk.choices:
+                    continue
+                delta = chunk.choices[0].delta
+                content.append(delta.content or "")
+                for call in delta.tool_calls or []:
+                    slot = calls.setdefault(
+                        call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
+                    )
+                    slot["id"] = slot["id"] or call.id or ""
+                    if call.function is not None:
+                        slot["function"]["name"] += call.function.name or ""
+                        slot["function"]["arguments"] += call.function.arguments or ""
+        except openai.APIStatusError as e:
+            statuses[str(e.status_code)] = statuses.get(str(e.status_code), 0) + 1
+            return False
+        except (openai.APIConnectionError, httpx.HTTPError) as e:
+            statuses[type(e).__name__] = statuses.get(type(e).__name__, 0) + 1
+            return False
+        latencies.append(time.perf_counter() - started)
+        statuses["200"] = statuses.get("200", 0) + 1
+        if not calls:
+            return True
+        # What the client sends back: no reasoning_opaque, and `content: []` for a message without text.
+        tool_calls = [calls[i] for i in sorted(calls)]
+        messages.append({"role": "assistant", "content": "".join(content) or [], "tool_calls": tool_calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": "def f(): pass\n" * 40} for c in tool_calls]
+    return False
+
+
+async def wave(base_url: str, conversations: int, turns: int) -> tuple[float, list[bool], list[float], dict]:
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    limits = httpx.Limits(max_connections=conversations, max_keepalive_connections=conversations)
+    async with httpx.AsyncClient(limits=limits, timeout=120) as http_client:
+        llms = [
+            openai.AsyncOpenAI(
+                base_url=f"{base_url}/v1",
+                api_key=f"sk-load-{uuid.uuid4().hex}",  # a user each, as many editors behind one proxy
+                max_retries=0,
+                http_client=http_client,
+                default_headers={"x-fake-steps": str(turns)},
+            )
+            for _ in range(conversations)
+        ]
+        started = time.perf_counter()
+        results = await asyncio.gather(*(conversation(llm, turns, latencies, statuses) for llm in llms))
+        return time.perf_counter() - started, list(results), latencies, statuses
+
+
+def run_load(conversations: int, turns: int, waves: int, scratch: Path) -> LoadReport:
+    fake = subprocess.Popen([sys.executable, "-c", FAKE], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    log = scratch / "events.jsonl"
+    try:
+        fake_url = (fake.stdout.readline() if fake.stdout else "").strip()
+        if not fake_url:
+            raise RuntimeError("the fake provider did not start")
+        proxy = MitmdumpProcess(
+            "--mode",
+            f"reverse:{fake_url}",
+            "--set",
+            f"llm_cache={scratch / 'cache.db'}",
+            "--set",
+            f"llm_log={log}",
+            "--set",
+            "llm_log_max_size=1GB",  # every event is counted below
+            confdir=scratch / "conf",
+        )
+        done: list[Wave] = []
+        with proxy:
+            for _ in range(waves):
+                seconds, results, latencies, statuses = asyncio.run(wave(proxy.url, conversations, turns))
+                ok = statuses.get("200", 0)
+                latencies.sort()
+                done.append(
+                    Wave(
+                        conversations=conversations,
+                        seconds=seconds,
+                        turns_ok=ok,
+                        turns_failed=sum(v for k, v in statuses.items() if k != "200"),
+                        answers=sum(results),
+                        turn_p50_ms=statistics.median(latencies) * 1000 if latencies else 0.0,
+                        turn_p95_ms=latencies[int(len(latencies) * 0.95)] * 1000 if latencies else 0.0,
+                        rss_after_mb=rss_mb(proxy.pid),
+                        statuses=statuses,
+                    )
+                )
+            output = proxy.output
+    finally:
+        fake.terminate()
+        fake.wait(timeout=10)
+    kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
+    errors = [line for line in output.splitlines() if "Traceback" in line or "failed on flow" in line]
+    return LoadReport(
+        conversations=conversations,
+        turns=turns,
+        waves=done,
+        repaired_events=kinds.count("repaired"),
+        failure_events=kinds.count("failure"),
+        proxy_errors=errors[:20],
+    )
+
+
+def render(report: LoadReport) -> str:
+    lines = [
+        f"{report.conversations} concurrent conversations x {report.turns} tool-call turns (+ the answer), "
+        f"{len(report.waves)} waves through one proxy",
+        f"{'wave':>4} {'seconds':>8} {'turns/s':>8} {'ok':>6} {'failed':>6} {'answers':>8} "
+        f"{'p50 ms':>8} {'p95 ms':>8} {'proxy RSS MB':>13}",
+    ]
+    for n, w in enumerate(report.waves, 1):
+        lines.append(
+            f"{n:>4} {w.seconds:>8.1f} {w.turns_per_second:>8.1f} {w.turns_ok:>6} {w.turns_failed:>6} "
+            f"{w.answers:>8} {w.turn_p50_ms:>8.0f} {w.turn_p95_ms:>8.0f} {w.rss_after_mb:>13.1f}"
+        )
+    lines += [
+        f"repaired events: {report.repaired_events}, failure events: {report.failure_events}, "
+        f"proxy errors: {len(report.proxy_errors)}",
+        f"proxy memory after the warm-up wave: {report.growth_after_warmup_mb:+.1f} MB by the last wave",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--conversations", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=5)
+    parser.add_argument("--waves", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=Path("load-results.json"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        report = run_load(args.conversations, args.turns, args.waves, Path(scratch))
+    print(render(report))
+    for line in report.proxy_errors:
+        print("proxy:", line)
+    summary = asdict(report) | {"every_turn_ok": report.every_turn_ok, "cpus": os.cpu_count()}
+    args.out.write_text(json.dumps(summary, indent=2))
+    return 0 if report.every_turn_ok and not report.failure_events and not report.proxy_errors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
