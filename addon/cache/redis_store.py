@@ -37,7 +37,7 @@ logger = logging.getLogger(__name__)
 REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"
 _PRUNE_EVERY = 256  # puts between two prunes
-_REMEMBERED = 8192  # parsed records kept in memory
+_REMEMBERED = 2048  # parsed records kept in memory (a few MB)
 # A refused connection fails at once; these bound what a Redis that stopped answering can cost a request.
 CONNECT_TIMEOUT = 0.5
 COMMAND_TIMEOUT = 1.0

@@ -49,8 +49,8 @@ CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
 """
 _KEYS_PER_QUERY = 500
 _PRUNE_EVERY = 256  # puts between two prunes
-_REMEMBERED = 8192  # parsed records kept in memory
-_REMEMBERED_KEYS = 65536  # (scope, key) -> record id or None, valid while no other process writes
+_REMEMBERED = 2048  # parsed records kept in memory (a few MB)
+_REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
 
 
 _UNKNOWN = object()
