@@ -70,6 +70,7 @@ class Wave:
     turn_p50_ms: float
     turn_p95_ms: float
     rss_after_mb: float
+    proxy_cpu_seconds: float  # what the proxy process spent on the CPU during the wave
     statuses: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -94,6 +95,11 @@ class LoadReport:
     def growth_after_warmup_mb(self) -> float:
         warm = self.waves[min(WARMUP_WAVES, len(self.waves)) - 1]
         return self.waves[-1].rss_after_mb - warm.rss_after_mb
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def rss_mb(pid: int) -> float:
@@ -182,6 +188,7 @@ def run_load(conversations: int, turns: int, waves: int, scratch: Path) -> LoadR
         done: list[Wave] = []
         with proxy:
             for _ in range(waves):
+                cpu_before = cpu_seconds(proxy.pid)
                 seconds, results, latencies, statuses = asyncio.run(wave(proxy.url, conversations, turns))
                 ok = statuses.get("200", 0)
                 latencies.sort()
@@ -195,6 +202,7 @@ def run_load(conversations: int, turns: int, waves: int, scratch: Path) -> LoadR
                         turn_p50_ms=statistics.median(latencies) * 1000 if latencies else 0.0,
                         turn_p95_ms=latencies[int(len(latencies) * 0.95)] * 1000 if latencies else 0.0,
                         rss_after_mb=rss_mb(proxy.pid),
+                        proxy_cpu_seconds=cpu_seconds(proxy.pid) - cpu_before,
                         statuses=statuses,
                     )
                 )
@@ -219,12 +227,13 @@ def render(report: LoadReport) -> str:
         f"{report.conversations} concurrent conversations x {report.turns} tool-call turns (+ the answer), "
         f"{len(report.waves)} waves through one proxy",
         f"{'wave':>4} {'seconds':>8} {'turns/s':>8} {'ok':>6} {'failed':>6} {'answers':>8} "
-        f"{'p50 ms':>8} {'p95 ms':>8} {'proxy RSS MB':>13}",
+        f"{'p50 ms':>8} {'p95 ms':>8} {'proxy CPU':>10} {'proxy RSS MB':>13}",
     ]
     for n, w in enumerate(report.waves, 1):
         lines.append(
             f"{n:>4} {w.seconds:>8.1f} {w.turns_per_second:>8.1f} {w.turns_ok:>6} {w.turns_failed:>6} "
-            f"{w.answers:>8} {w.turn_p50_ms:>8.0f} {w.turn_p95_ms:>8.0f} {w.rss_after_mb:>13.1f}"
+            f"{w.answers:>8} {w.turn_p50_ms:>8.0f} {w.turn_p95_ms:>8.0f} {w.proxy_cpu_seconds / w.seconds:>9.0%} "
+            f"{w.rss_after_mb:>13.1f}"
         )
     lines += [
         f"repaired events: {report.repaired_events}, failure events: {report.failure_events}, "
