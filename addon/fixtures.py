@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -51,7 +52,7 @@ from . import formats, jsoncodec
 from .annotate import META
 from .formats.gemini import PLACEHOLDER_BASE64, PLACEHOLDER_PHRASE
 from .records import SIGNATURE_IN_ID
-from .redact import REDACTED, SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_text, redact_url
+from .redact import SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_json, redact_text, redact_url
 from .settings import PROJECT
 
 # What a fixture keeps of the request headers: what says which client spoke (and so which
@@ -91,36 +92,6 @@ REQUEST_HEADERS = frozenset(
 # Of the response headers only what a replay needs: the body type (SSE or JSON) and a
 # rate-limit hint; request ids, rate-limit counters and cookies are dropped.
 RESPONSE_HEADERS = frozenset({"content-type", "retry-after"})
-
-# Keys whose value is a secret wherever they appear in a body, compared without case and
-# punctuation ("api_key", "apiKey", "X-API-Key" are one name). "token" alone is not one:
-# chat completions logprobs carry answer text under it.
-_SECRET_KEY_NAMES = frozenset(
-    {
-        "authorization",
-        "proxyauthorization",
-        "cookie",
-        "setcookie",
-        "xgoogapikey",
-        "idtoken",
-        "passwd",
-        "secret",
-    }
-)
-_SECRET_KEY_SUFFIXES = (
-    "apikey",
-    "accesstoken",
-    "refreshtoken",
-    "authtoken",
-    "sessiontoken",
-    "bearertoken",
-    "password",
-    "clientsecret",
-    "privatekey",
-    "secretkey",
-    "secretaccesskey",
-    "credentials",
-)
 
 OPAQUE_KEYS = frozenset({"reasoning_opaque", "encrypted_content", "signature", "thoughtSignature", "thought_signature"})
 OPAQUE_LIST_KEYS = frozenset({"thought_signatures"})
@@ -205,30 +176,6 @@ def kept_headers(headers: http.Headers, allowed: frozenset[str]) -> dict[str, st
         if name in allowed and name not in SECRET_HEADERS:
             kept.setdefault(name, []).append(redact_text(value))
     return {name: ", ".join(values) for name, values in kept.items()}
-
-
-def names_secret(key: str) -> bool:
-    """Whether a JSON key names a credential, however it is spelled."""
-    name = re.sub(r"[^a-z0-9]", "", key.lower())
-    return name in _SECRET_KEY_NAMES or name.endswith(_SECRET_KEY_SUFFIXES)
-
-
-def redact_json(value: Any) -> Any:
-    """A JSON value with credential-looking text masked and values under secret-naming keys replaced."""
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, list):
-        return [redact_json(item) for item in value]
-    if isinstance(value, dict):
-        return {
-            redact_text(key): REDACTED if names_secret(key) and _is_secret_value(item) else redact_json(item)
-            for key, item in value.items()
-        }
-    return value
-
-
-def _is_secret_value(value: Any) -> bool:
-    return (isinstance(value, str) and value != "") or (isinstance(value, (int, float)) and not isinstance(value, bool))
 
 
 def redact_event_stream(text: str) -> str:
@@ -636,11 +583,12 @@ def write_fixture_dir(
         for path in existing:
             if path.is_file() and (path.name == META_FILE or EXCHANGE_FILE.match(path.name)):
                 path.unlink()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Owner-only, like the cache and the log: redaction is thorough, not proof. Git keeps no such mode.
+    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     written = []
     for number, fixture in enumerate(fixtures, 1):
         path = out_dir / f"{number:04d}.json"
-        path.write_bytes(_pretty(fixture.model_dump()))
+        _write_private(path, _pretty(fixture.model_dump()))
         written.append(path)
     if placeholders is None:
         placeholders = bool(fixtures) and all(fixture._placeholders for fixture in fixtures)
@@ -653,8 +601,15 @@ def write_fixture_dir(
         "exchanges": len(fixtures),
     }
     meta_path = out_dir / META_FILE
-    meta_path.write_bytes(_pretty(meta))
+    _write_private(meta_path, _pretty(meta))
     return [*written, meta_path]
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as file:
+        file.write(data)
+    os.chmod(path, 0o600)  # a file that was there before keeps its mode through O_CREAT
 
 
 def read_fixture_dir(path: Path) -> list[ExchangeFixture]:

@@ -22,7 +22,7 @@ from .cache import CacheLimits, MemoryStore
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext
 from .records import ReasoningRecord, RepairAction, Violation, display_call_id
-from .redact import redact_text, redact_url
+from .redact import redact_json, redact_text, redact_url
 from .repair import INSERTING, claim_request, plan_repair
 from .response_tap import read_recorded
 from .scope import request_scope
@@ -64,7 +64,8 @@ def _pretty(doc: object) -> list[str]:
 
 
 def request_diff(before: object, after: object) -> str:
-    """A unified diff of two request bodies, pretty-printed with their key order kept."""
+    """A unified diff of two request bodies, pretty-printed with their key order kept, credentials masked."""
+    before, after = redact_json(before), redact_json(after)
     try:
         lines = difflib.unified_diff(_pretty(before), _pretty(after), "as sent", "repaired", n=2)
     except TypeError:  # a value orjson refuses (a lone surrogate): the standard library then

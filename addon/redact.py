@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
@@ -67,3 +68,58 @@ def redact_url(url: str) -> str:
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(k, REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers]
+
+
+# Keys whose value is a secret wherever they appear in a body, compared without case and
+# punctuation ("api_key", "apiKey", "X-API-Key" are one name). "token" alone is not one:
+# chat completions logprobs carry answer text under it.
+_SECRET_KEY_NAMES = frozenset(
+    {
+        "authorization",
+        "proxyauthorization",
+        "cookie",
+        "setcookie",
+        "xgoogapikey",
+        "idtoken",
+        "passwd",
+        "secret",
+    }
+)
+_SECRET_KEY_SUFFIXES = (
+    "apikey",
+    "accesstoken",
+    "refreshtoken",
+    "authtoken",
+    "sessiontoken",
+    "bearertoken",
+    "password",
+    "clientsecret",
+    "privatekey",
+    "secretkey",
+    "secretaccesskey",
+    "credentials",
+)
+
+
+def names_secret(key: str) -> bool:
+    """Whether a JSON key names a credential, however it is spelled."""
+    name = re.sub(r"[^a-z0-9]", "", key.lower())
+    return name in _SECRET_KEY_NAMES or name.endswith(_SECRET_KEY_SUFFIXES)
+
+
+def redact_json(value: Any) -> Any:
+    """A JSON value with credential-looking text masked and values under secret-naming keys replaced."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [redact_json(item) for item in value]
+    if isinstance(value, dict):
+        return {
+            redact_text(key): REDACTED if names_secret(key) and _is_secret_value(item) else redact_json(item)
+            for key, item in value.items()
+        }
+    return value
+
+
+def _is_secret_value(value: Any) -> bool:
+    return (isinstance(value, str) and value != "") or (isinstance(value, (int, float)) and not isinstance(value, bool))

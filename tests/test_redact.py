@@ -211,3 +211,14 @@ def test_redact_headers_keeps_order_and_duplicates():
 def test_redact_headers_accepts_any_iterable():
     assert redact_headers(iter([("authorization", "x")])) == [("authorization", REDACTED)]
     assert redact_headers([]) == []
+
+
+def test_offline_diff_masks_values_under_secret_named_keys() -> None:
+    from addon.offline import request_diff
+
+    call = {"functionCall": {"name": "deploy", "args": {"region": "eu", "api_key": "PLANTED123"}}}
+    before = {"contents": [{"role": "model", "parts": [call]}]}
+    after = {"contents": [{"role": "model", "parts": [call | {"thoughtSignature": "sig"}]}]}
+    diff = request_diff(before, after)
+    assert '+          "thoughtSignature": "sig"' in diff and '"api_key": "[REDACTED]"' in diff
+    assert "PLANTED123" not in diff
