@@ -124,6 +124,16 @@ class ResponseCapture:
                     url,
                     f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
                 )
+            unreadable = getattr(tap.reader, "unreadable", 0)
+            if unreadable:
+                # Such events reach the client as they came, but whatever reasoning they carried is lost:
+                # without this line the log would not say why nothing (or less) was captured.
+                reason = f"{unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
+                report_skip(flow, reason, self.config.events)
+            if not complete and not captured:
+                # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
+                error = flow.error.msg if flow.error is not None else "connection closed"
+                report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.config.events)
             if unavailable is not None:
                 reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
                 report_skip(flow, reason, self.config.events)

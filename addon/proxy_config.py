@@ -75,7 +75,7 @@ class ProxyConfig:
                 store = open_store(settings.cache, limits)
             except StoreError as e:
                 self.settings = previous
-                raise exceptions.OptionsError(str(e)) from e
+                raise exceptions.OptionsError(f"llm_cache: {e}") from e
             if self.store is not None:
                 self.store.close()
             self.store = store

@@ -125,7 +125,11 @@ class ResponseTap:
                 for event in self._parser.feed(self._decoder.flush()) + self._parser.close():  # type: ignore[union-attr]
                     self.reader.feed_event(event)
             elif self.read and not self.sse and complete and self._chunks is not None:
-                self._read_document(b"".join(self._chunks))
+                raw = b"".join(self._chunks)
+                if not self.keep_body:
+                    # Let the pieces go before parsing: a big answer is otherwise held twice on top of its parse.
+                    self._chunks = None
+                self._read_document(raw)
         except Exception as e:
             self._stop(f"response not readable: {type(e).__name__}: {e}")
         if not self.keep_body:

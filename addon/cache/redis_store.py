@@ -77,7 +77,7 @@ class RedisStore:
                 retry=Retry(NoBackoff(), 1),
             )
         except ValueError as e:
-            raise StoreError(f"llm_cache: {self.description} is not a usable Redis URL: {e}") from e
+            raise StoreError(f"{self.description} is not a usable Redis URL: {e}") from e
         self._drop_keys = self._redis.register_script(_DROP_KEYS_LEADING_TO)
         try:
             self._guard(self._redis.ping)

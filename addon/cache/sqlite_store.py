@@ -102,7 +102,7 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
@@ -186,7 +186,7 @@ class SQLiteStore:
             )
             self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         self._remember(record_id, stored_at, record)
         for key in keys:
@@ -221,9 +221,15 @@ class SQLiteStore:
             self._db.execute("COMMIT")
             self._keys.clear()
         except BaseException:
-            self._db.execute("ROLLBACK")
+            self._rollback()
             raise
         return removed
+
+    def _rollback(self) -> None:
+        # SQLite ends the transaction itself on some errors (a full disk, say): a second ROLLBACK would then
+        # raise "no transaction is active" and hide the error that matters.
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
     def close(self) -> None:
         self._read.clear()

@@ -106,13 +106,16 @@ class AnthropicReader:
         self.response_model: str | None = None
         self._blocks: dict[int, _Block] = {}
         self._ended = False  # message_stop seen, or a whole document read
+        self.unreadable = 0  # events that held no JSON (the capture says so in the log)
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
         if not any(marker in data for marker in _EVENT_MARKERS):
             return
         # Dispatch on the data's own "type": with blank lines missing, one SSE event holds many.
-        for doc in event_documents(data):
+        docs = list(event_documents(data))
+        self.unreadable += not docs
+        for doc in docs:
             if isinstance(doc, dict):
                 self._event(doc)
 

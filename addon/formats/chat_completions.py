@@ -162,6 +162,7 @@ class ChatCompletionsReader:
         self._choices: dict[int, _ChoiceState] = {}
         self._pending: list[bytes] = []
         self._pending_bytes = 0
+        self.unreadable = 0  # events that held no JSON (the capture says so in the log)
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
@@ -182,7 +183,9 @@ class ChatCompletionsReader:
         try:
             self._feed(orjson.loads(data), "delta")
         except orjson.JSONDecodeError:
-            for doc in event_documents(data):
+            docs = list(event_documents(data))
+            self.unreadable += not docs
+            for doc in docs:
                 self._feed(doc, "delta")
 
     def _drain(self) -> None:

@@ -149,11 +149,14 @@ class GeminiReader:
         self.response_id: str | None = None
         self.response_model: str | None = None
         self._states: dict[int, _CandidateState] = {}
+        self.unreadable = 0  # events that held no JSON (the capture says so in the log)
 
     def feed_event(self, event: SSEEvent) -> None:
         if self.skippable(event.data):
             return
-        for doc in event_documents(event.data):
+        docs = list(event_documents(event.data))
+        self.unreadable += not docs
+        for doc in docs:
             self._feed(doc)
 
     def skippable(self, data: bytes) -> bool:

@@ -124,6 +124,7 @@ class ResponsesReader:
         self.response_model: str | None = None
         self._items: dict[int, dict[str, Any]] = {}  # output_index -> the item, whole
         self._done_reasoning: set[str] = set()  # rs_ ids that came in an output_item.done event
+        self.unreadable = 0  # events that held no JSON (the capture says so in the log)
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
@@ -149,6 +150,7 @@ class ResponsesReader:
         try:
             doc = jsoncodec.loads(data)
         except ValueError:
+            self.unreadable += 1
             return
         self._feed(doc)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import sys
 import threading
 import time
 import zlib
@@ -33,6 +34,7 @@ class Recorded:
     doc: Any  # parsed JSON of the decoded body, or None
     status: int = 0
     sent: bytearray = field(default_factory=bytearray)  # response body before content-encoding
+    wire: bytearray = field(default_factory=bytearray)  # response body as written (content-encoded, unchunked)
 
 
 @dataclass
@@ -44,6 +46,11 @@ class Options:
     abort_after: int | None = None  # close the connection after this many events
     encoding: str | None = None  # content-encoding of the response
     events: int | None = None  # extra filler events for long streams
+    status: int | None = None  # answer with this status and a server error body instead of the dialect's answer
+    delay: float = 0.0  # seconds to wait before answering
+    drop: bool = False  # close the connection without answering (after `delay`)
+    pad: int = 0  # about this many bytes of answer text: a field of a JSON answer, events early in a stream
+    corrupt: str | None = None  # "truncate" or "non-utf8": spoil a JSON answer, or the data of every stream event
 
     @classmethod
     def from_headers(cls, headers: dict[str, str]) -> Options:
@@ -59,6 +66,11 @@ class Options:
             abort_after=get("abort-after", int, None),
             encoding=get("encoding", str, None),
             events=get("events", int, None),
+            status=get("status", int, None),
+            delay=get("delay", float, 0.0),
+            drop=get("drop", lambda v: v.lower() in ("1", "true", "yes"), False),
+            pad=get("pad", int, 0),
+            corrupt=get("corrupt", str, None),
         )
 
 
@@ -83,6 +95,51 @@ def sse_event(data: Any, event: str | None = None) -> bytes:
     payload = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {payload}\n\n".encode()
+
+
+SERVER_ERROR = {
+    "error": {
+        "message": "The server had an error while processing your request. Sorry about that!",
+        "type": "server_error",
+        "param": None,
+        "code": None,
+    }
+}
+PAD_PIECE = 16 * 1024  # answer text per filler event of a padded stream
+
+
+def _filler(size: int) -> str:
+    return ("Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * (size // 57 + 1))[:size]
+
+
+def pad_reply(reply: Reply, size: int) -> None:
+    """Makes an answer about `size` bytes longer with answer text, without touching what it carries."""
+    if reply.events is not None:
+        piece = _filler(PAD_PIECE)
+        filler = [sse_event({"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})] * max(
+            1, size // PAD_PIECE
+        )
+        reply.events[1:1] = filler
+    elif isinstance(reply.doc, dict):
+        reply.doc = {**reply.doc, "x_fake_pad": _filler(size)}
+
+
+def corrupt_json(payload: bytes, how: str) -> bytes:
+    """A JSON text cut in half, or with a Latin-1 (not UTF-8) string added before its final brace."""
+    if how == "truncate":
+        return payload[: len(payload) // 2]
+    if how == "non-utf8":
+        head = payload.rstrip()
+        return head[:-1] + b', "x_fake_note": "caf\xe9 cr\xe8me"}' if head.endswith(b"}") else payload + b"\xff"
+    raise ValueError(how)
+
+
+def corrupt_event(event: bytes, how: str) -> bytes:
+    """An SSE event whose JSON data is spoilt (other events, such as [DONE], are left alone)."""
+    head, sep, payload = event.rpartition(b"data: ")
+    if not sep or not payload.startswith(b"{"):
+        return event
+    return head + sep + corrupt_json(payload[: -len(b"\n\n")], how) + b"\n\n"
 
 
 def decode_body(raw: bytes, encoding: str | None) -> bytes:
@@ -133,6 +190,13 @@ class _Compressor:
         return self._obj.flush()
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client or proxy hanging up mid-answer is what the fault tests do on purpose: no traceback for it.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeProvider:
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
@@ -160,7 +224,7 @@ class FakeProvider:
         class Handler(_Handler):
             fake = provider
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
@@ -209,14 +273,24 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = Recorded("POST", self.path, headers, raw, doc)
         self.fake.record(recorded)
         options = Options.from_headers(headers)
+        if options.delay:
+            time.sleep(options.delay)
+        if options.drop:  # as an upstream that gave up on the request: no status line, nothing
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         dialect = self.fake.dialect_for(self.path)
-        if dialect is None:
+        if options.status is not None:
+            reply = Reply(options.status, SERVER_ERROR, headers={"retry-after": "1", "x-request-id": "req_fake_5xx"})
+        elif dialect is None:
             reply = Reply(200, {"ok": True, "path": self.path, "length": len(raw)})
         elif not isinstance(doc, dict):
             message = "We could not parse the JSON body of your request."
             reply = Reply(400, {"error": {"message": message, "type": "invalid_request_error", "param": None}})
         else:
             reply = dialect.handle(doc, recorded, options)
+        if options.pad and reply.status == 200:
+            pad_reply(reply, options.pad)
         recorded.status = reply.status
         self._send(reply, options, recorded)
 
@@ -224,12 +298,16 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.events is not None:
             return self._stream(reply, options, recorded)
         body = json.dumps(reply.doc).encode()
+        if options.corrupt and reply.status == 200:
+            body = corrupt_json(body, options.corrupt)
         if recorded is not None:
             recorded.sent += body
         encoding = options.encoding if reply.status == 200 else None
         if encoding:
             compressor = _Compressor(encoding)
             body = compressor.piece(body) + compressor.end()
+        if recorded is not None:
+            recorded.wire += body
         self.send_response(reply.status)
         self.send_header("content-type", "application/json")
         for name, value in reply.headers.items():
@@ -257,16 +335,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 self.connection.shutdown(2)  # mid-stream, no terminating chunk
                 return
+            if options.corrupt:
+                event = corrupt_event(event, options.corrupt)
             if recorded is not None:
                 recorded.sent += event
-            self._chunk(compressor.piece(event))
+            self._chunk(compressor.piece(event), recorded)
             if options.event_delay:
                 time.sleep(options.event_delay)
-        self._chunk(compressor.end())
+        self._chunk(compressor.end(), recorded)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
-    def _chunk(self, data: bytes) -> None:
+    def _chunk(self, data: bytes, recorded: Recorded | None = None) -> None:
+        if recorded is not None:
+            recorded.wire += data
         if data:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()

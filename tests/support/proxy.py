@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -18,7 +19,14 @@ _LISTENING = re.compile(r"listening at \S*?:(\d+)\.?\s*$")
 
 
 class MitmdumpProcess:
-    def __init__(self, *args: str, confdir: Path, cwd: Path | None = None, addon: bool = True) -> None:
+    def __init__(
+        self,
+        *args: str,
+        confdir: Path,
+        cwd: Path | None = None,
+        addon: bool = True,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         script = ["-s", str(ADDON_MAIN)] if addon else []
         self.command = [
             str(MITMDUMP),
@@ -33,6 +41,7 @@ class MitmdumpProcess:
         ]
         self.cwd = cwd or ROOT
         self.addon = addon
+        self.preexec_fn = preexec_fn  # runs in the child before mitmdump starts (to set resource limits, say)
         self.lines: list[str] = []
         self.port: int | None = None
         self._process: subprocess.Popen[str] | None = None
@@ -61,6 +70,7 @@ class MitmdumpProcess:
             text=True,
             bufsize=1,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            preexec_fn=self.preexec_fn,
         )
         threading.Thread(target=self._drain, daemon=True).start()
         deadline = time.monotonic() + timeout
