@@ -26,7 +26,7 @@ class SSEEvent:
     id: str | None = None
 
 
-def marked_events(chunk: bytes, markers: tuple[bytes, ...]) -> list[SSEEvent] | None:
+def marked_events(chunk: bytes, markers: tuple[bytes, ...], last_id: str | None = None) -> list[SSEEvent] | None:
     """The events of a chunk of whole one-line `data:` events that hold any of `markers`, found with byte
     searches alone, in order; None when the chunk holds anything else, for the parser to handle.
 
@@ -51,22 +51,22 @@ def marked_events(chunk: bytes, markers: tuple[bytes, ...]) -> list[SSEEvent] | 
             at = chunk.find(marker, end)
     events = []
     for start in sorted(starts):
-        events.append(SSEEvent(chunk[start + 6 : chunk.find(b"\n\n", start)]))
+        events.append(SSEEvent(chunk[start + 6 : chunk.find(b"\n\n", start)], None, last_id))
     return events
 
 
-def _simple_events(chunk: bytes) -> list[SSEEvent] | None:
+def _simple_events(chunk: bytes, last_id: str | None) -> list[SSEEvent] | None:
     """The events of a chunk made only of whole one-line `data: …` events (what most providers send),
     cut out directly; None when anything else is in it, for the line-by-line parser to handle."""
     if not chunk.endswith(b"\n\n") or b"\r" in chunk:
         return None
     if chunk.find(b"\n") == len(chunk) - 2:  # one event, as most chunks are
-        return [SSEEvent(chunk[6:-2])] if chunk.startswith(b"data: ") else None
+        return [SSEEvent(chunk[6:-2], None, last_id)] if chunk.startswith(b"data: ") else None
     events = []
     for block in chunk[:-2].split(b"\n\n"):
         if not block.startswith(b"data: ") or b"\n" in block:
             return None
-        events.append(SSEEvent(block[6:]))
+        events.append(SSEEvent(block[6:], None, last_id))
     return events
 
 
@@ -95,10 +95,10 @@ class SSEParser:
             if skip is not None and skip(chunk):
                 return []
             if markers is not None:
-                marked = marked_events(chunk, markers)
+                marked = marked_events(chunk, markers, self._id)
                 if marked is not None:
                     return marked
-            events = _simple_events(chunk)
+            events = _simple_events(chunk, self._id)
             if events is not None:
                 return events
         if b"\n" not in chunk and b"\r" not in chunk and not self._pending.endswith(b"\r"):
