@@ -630,6 +630,8 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
     try:
         with ThreadPoolExecutor(16) as pool:
             turns = list(pool.map(first, range(80)))  # 40 per proxy, 16 at a time: both write at once
+            for log in logs:  # each commit lands just after its answer's last byte
+                Log(log, whole=True).wait(lambda e: len(of_kind(e, "captured")) == 40)
             answers = list(pool.map(second, turns))
     finally:
         http.close()
