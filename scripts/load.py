@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 import openai  # noqa: E402
 
+from tests.support.agent import add_chunk  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
 
 MODEL = "gemini-3-pro-preview"  # the fake answers as GitHub Copilot serving Gemini 3
@@ -116,20 +117,10 @@ async def conversation(llm: openai.AsyncOpenAI, turns: int, latencies: list[floa
         started = time.perf_counter()
         try:
             stream = await llm.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, stream=True)
-            content, calls = [], {}
+            content: list[str] = []
+            calls: dict[int, dict] = {}
             async for chunk in stream:
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                content.append(delta.content or "")
-                for call in delta.tool_calls or []:
-                    slot = calls.setdefault(
-                        call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                    )
-                    slot["id"] = slot["id"] or call.id or ""
-                    if call.function is not None:
-                        slot["function"]["name"] += call.function.name or ""
-                        slot["function"]["arguments"] += call.function.arguments or ""
+                add_chunk(chunk, content, calls)
         except openai.APIStatusError as e:
             statuses[str(e.status_code)] = statuses.get(str(e.status_code), 0) + 1
             return False

@@ -479,7 +479,7 @@ def test_sqlite_corrupted_row_is_skipped(tmp_path, corrupt, caplog):
             "UPDATE records SET record = ? WHERE id = (SELECT record_id FROM record_keys WHERE key = 'bad')", (corrupt,)
         )
     store = SQLiteStore(path, LIMITS)  # a process that has not read these entries yet
-    with caplog.at_level("WARNING", logger="addon.cache.sqlite_store"):
+    with caplog.at_level("WARNING", logger="addon.cache"):
         assert store.get_many(SCOPE, ["bad", "good"]) == {"good": make_record()}
     assert "bad" in caplog.text
     store.close()

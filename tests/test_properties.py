@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from addon import formats, response_tap
 from addon.formats import RepairContext
-from addon.response_tap import ResponseTap
 from addon.sse_parser import SSEEvent, SSEParser
+from tests.support.capture import split, tap_records
 from tests.support.fake_provider import Options, _Compressor
 from tests.support.generators import (
     CASES,
@@ -25,7 +25,6 @@ from tests.support.generators import (
     InProcessProxy,
     cut_points,
     repairs,
-    split,
     styles,
 )
 
@@ -252,22 +251,8 @@ def reframed(data: st.DataObject, raw: bytes) -> bytes:
     return ENDINGS[data.draw(st.sampled_from(sorted(ENDINGS)), label="line endings")].join(lines)
 
 
-def tapped(fmt: str, pieces: list[bytes], encoding: str | None) -> list[object]:
-    reader = formats.by_name(fmt).reader()
-    finished: list[bool] = []
-    tap = ResponseTap(
-        reader,
-        sse=True,
-        content_encoding=encoding,
-        read=True,
-        keep_body=False,
-        on_finish=lambda t, c: finished.append(c),
-    )
-    for piece in pieces:
-        assert tap(piece) is piece
-    tap(b"")
-    assert finished == [True] and tap.problem is None, tap.problem
-    return list(reader.records(complete=True))
+def tapped(fmt: str, raw: bytes, cuts: list[int], encoding: str | None) -> list[object]:
+    return list(tap_records(formats.by_name(fmt), raw, sse=True, size=cuts, encoding=encoding))
 
 
 @pytest.mark.parametrize("case", CASE_NAMES)
@@ -276,7 +261,7 @@ def tapped(fmt: str, pieces: list[bytes], encoding: str | None) -> list[object]:
 def test_capture_gives_the_same_records_for_any_chunking(proxy: InProcessProxy, case: str, data: st.DataObject) -> None:
     fmt = CASES[case][0]
     raw, has_state = recorded_stream(case, proxy, data)
-    expected = tapped(fmt, [raw], None)
+    expected = tapped(fmt, raw, [], None)
     assert bool(expected) == has_state  # else the property would hold for nothing
     stream = reframed(data, raw)
     encoding = data.draw(st.sampled_from([None, "gzip", "deflate", "br", "zstd"]), label="encoding")
@@ -287,4 +272,4 @@ def test_capture_gives_the_same_records_for_any_chunking(proxy: InProcessProxy, 
     # The tap reads its backlog in batches; small batches make the parser see the cuts.
     batch = data.draw(st.sampled_from([1, 2, 3, response_tap.BACKLOG_CHUNKS]), label="batch")
     with mock.patch.object(response_tap, "BACKLOG_CHUNKS", batch):
-        assert tapped(fmt, split(stream, cuts), encoding) == expected
+        assert tapped(fmt, stream, cuts, encoding) == expected

@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -31,13 +30,13 @@ from redis.retry import Retry
 from .. import jsoncodec
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError, StoreUnavailable
+from .remembered import RememberedRecords, by_key, warn_unreadable
 
 logger = logging.getLogger(__name__)
 
 REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"
 _PRUNE_EVERY = 256  # puts between two prunes
-_REMEMBERED = 2048  # parsed records kept in memory (a few MB)
 # A refused connection fails at once; these bound what a Redis that stopped answering can cost a request.
 CONNECT_TIMEOUT = 0.5
 COMMAND_TIMEOUT = 1.0
@@ -64,7 +63,7 @@ class RedisStore:
         self._ttl = max(1, math.ceil(limits.max_age)) if math.isfinite(limits.max_age) else None
         self._clock = clock
         self._puts = 0
-        self._read: OrderedDict[int, tuple[float, ReasoningRecord]] = OrderedDict()  # id -> (stored_at, record)
+        self._read = RememberedRecords()
         self._paused_until = 0.0
         self._pause = 0.0
         self._outage: str | None = None
@@ -93,14 +92,7 @@ class RedisStore:
         if not ids:
             return {}
         oldest = self._clock() - self._limits.max_age
-        records: dict[int, ReasoningRecord] = {}
-        unread = []
-        for record_id in set(ids.values()):
-            remembered = self._read.get(record_id)
-            if remembered is None:
-                unread.append(record_id)
-            elif remembered[0] >= oldest:
-                records[record_id] = remembered[1]
+        records, unread = self._read.split(ids.values(), oldest)
         if unread:
             raws = self._guard(lambda: self._redis.mget([_record_name(record_id) for record_id in unread]))
             for record_id, raw in zip(unread, raws):
@@ -110,13 +102,12 @@ class RedisStore:
                     stored = jsoncodec.loads(raw)
                     stored_at, record = float(stored["stored_at"]), ReasoningRecord.model_validate(stored["record"])
                 except (ValueError, KeyError, TypeError, ValidationError):
-                    named = ", ".join(key for key, found in ids.items() if found == record_id)
-                    logger.warning("llm cache: ignoring an unreadable entry for %s", named)
+                    warn_unreadable(ids, record_id)
                     continue
-                self._remember(record_id, stored_at, record)
+                self._read.add(record_id, stored_at, record)
                 if stored_at >= oldest:
                     records[record_id] = record
-        return {key: records[record_id] for key, record_id in ids.items() if record_id in records}
+        return by_key(ids, records)
 
     def put(self, scope: str, keys: Sequence[str], record: ReasoningRecord) -> None:
         if not keys:
@@ -137,7 +128,7 @@ class RedisStore:
                 pipe.execute()
             return record_id
 
-        self._remember(self._guard(write), stored_at, record)
+        self._read.add(self._guard(write), stored_at, record)
         self._puts += 1
         if self._puts % _PRUNE_EVERY == 0:
             self.prune()
@@ -164,7 +155,7 @@ class RedisStore:
                     names = _stored_key_names(raw)
                     if names:  # only keys that still lead to this record: a newer capture may own one now
                         self._drop_keys(keys=names, args=[record_id], client=pipe)
-                    self._read.pop(record_id, None)
+                    self._read.drop(record_id)
                 pipe.delete(*(_record_name(record_id) for record_id in doomed))
                 pipe.zrem(index, *doomed)
                 pipe.execute()
@@ -175,11 +166,6 @@ class RedisStore:
     def close(self) -> None:
         self._read.clear()
         self._redis.close()
-
-    def _remember(self, record_id: int, stored_at: float, record: ReasoningRecord) -> None:
-        self._read[record_id] = (stored_at, record)
-        if len(self._read) > _REMEMBERED:
-            self._read.popitem(last=False)
 
     def _guard(self, command: Callable[[], T]) -> T:
         """Runs Redis commands; an outage raises StoreUnavailable, at once while it is paused."""

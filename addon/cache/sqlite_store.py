@@ -15,11 +15,9 @@ SQLite's data_version says another process wrote to the file.
 
 from __future__ import annotations
 
-import logging
 import os
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -28,8 +26,7 @@ from pydantic import ValidationError
 from .. import jsoncodec
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
-
-logger = logging.getLogger(__name__)
+from .remembered import RememberedRecords, by_key, warn_unreadable
 
 SCHEMA_VERSION = 3
 _SCHEMA = """
@@ -49,7 +46,6 @@ CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
 """
 _KEYS_PER_QUERY = 500
 _PRUNE_EVERY = 256  # puts between two prunes
-_REMEMBERED = 2048  # parsed records kept in memory (a few MB)
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
 
 
@@ -73,7 +69,7 @@ class SQLiteStore:
         self._limits = limits
         self._clock = clock
         self._puts = 0
-        self._read: OrderedDict[int, tuple[float, ReasoningRecord]] = OrderedDict()  # id -> (stored_at, record)
+        self._read = RememberedRecords()
         self._keys: dict[tuple[str, str], int | None] = {}
         self._data_version: int | None = None
         try:
@@ -128,14 +124,7 @@ class SQLiteStore:
         if not ids:
             return {}
         oldest = self._clock() - self._limits.max_age
-        records: dict[int, ReasoningRecord] = {}
-        unread = []
-        for record_id in set(ids.values()):
-            remembered = self._read.get(record_id)
-            if remembered is None:
-                unread.append(record_id)
-            elif remembered[0] >= oldest:
-                records[record_id] = remembered[1]
+        records, unread = self._read.split(ids.values(), oldest)
         for batch in _batches(unread):
             rows = self._db.execute(
                 f"SELECT id, stored_at, record FROM records WHERE id IN ({','.join('?' * len(batch))})", batch
@@ -144,13 +133,12 @@ class SQLiteStore:
                 try:
                     record = ReasoningRecord.model_validate(jsoncodec.loads(raw))
                 except (ValueError, ValidationError):
-                    named = ", ".join(key for key, found in ids.items() if found == record_id)
-                    logger.warning("llm cache: ignoring an unreadable entry for %s", named)
+                    warn_unreadable(ids, record_id)
                     continue
-                self._remember(record_id, stored_at, record)
+                self._read.add(record_id, stored_at, record)
                 if stored_at >= oldest:
                     records[record_id] = record
-        return {key: records[record_id] for key, record_id in ids.items() if record_id in records}
+        return by_key(ids, records)
 
     def _forget_keys_if_changed(self) -> None:
         """Drops what keys led to once another connection committed: it may have replaced or deleted them."""
@@ -163,11 +151,6 @@ class SQLiteStore:
         self._keys[(scope, key)] = record_id
         if len(self._keys) > _REMEMBERED_KEYS:
             del self._keys[next(iter(self._keys))]
-
-    def _remember(self, record_id: int, stored_at: float, record: ReasoningRecord) -> None:
-        self._read[record_id] = (stored_at, record)
-        if len(self._read) > _REMEMBERED:
-            self._read.popitem(last=False)
 
     def put(self, scope: str, keys: Sequence[str], record: ReasoningRecord) -> None:
         if not keys:
@@ -188,7 +171,7 @@ class SQLiteStore:
         except BaseException:
             self._rollback()
             raise
-        self._remember(record_id, stored_at, record)
+        self._read.add(record_id, stored_at, record)
         for key in keys:
             self._remember_key(scope, key, record_id)
         self._puts += 1

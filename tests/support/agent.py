@@ -63,6 +63,20 @@ class Session:
     answer: str | None = None
 
 
+def add_chunk(chunk: Any, content: list[str], calls: dict[int, dict[str, Any]]) -> None:
+    """Puts one streamed chat completions chunk (as the openai SDK gives it) into the answer's text and calls."""
+    if not chunk.choices:
+        return
+    delta = chunk.choices[0].delta
+    content.append(delta.content or "")
+    for call in delta.tool_calls or []:
+        slot = calls.setdefault(call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+        slot["id"] = slot["id"] or call.id or ""
+        if call.function is not None:
+            slot["function"]["name"] += call.function.name or ""
+            slot["function"]["arguments"] += call.function.arguments or ""
+
+
 def run_session(
     base_url: str,
     api_key: str,
@@ -87,20 +101,10 @@ def run_session(
                 stream_options={"include_usage": True},
                 max_tokens=32000,
             )
-            content, calls = [], {}
+            content: list[str] = []
+            calls: dict[int, dict[str, Any]] = {}
             for chunk in stream:
-                if not chunk.choices:
-                    continue
-                delta = chunk.choices[0].delta
-                content.append(delta.content or "")
-                for call in delta.tool_calls or []:
-                    slot = calls.setdefault(
-                        call.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
-                    )
-                    slot["id"] = slot["id"] or call.id or ""
-                    if call.function is not None:
-                        slot["function"]["name"] += call.function.name or ""
-                        slot["function"]["arguments"] += call.function.arguments or ""
+                add_chunk(chunk, content, calls)
         except openai.APIStatusError as e:
             session.statuses.append(e.status_code)
             return session

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from addon.formats import WireFormat
@@ -9,13 +10,21 @@ from addon.records import ReasoningRecord
 from addon.response_tap import ResponseTap
 
 
-def pieces(raw: bytes, size: int | None | str) -> list[bytes]:
+def split(raw: bytes, cuts: list[int]) -> list[bytes]:
+    """`raw` cut at each of `cuts` (positions; out of range or repeated ones are ignored)."""
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(raw)}), len(raw)]
+    return [raw[a:b] for a, b in itertools.pairwise(bounds) if b > a]
+
+
+def pieces(raw: bytes, size: int | None | str | list[int]) -> list[bytes]:
     """`raw` cut into pieces of `size` bytes.
 
-    None: whole; "events": one SSE event per piece, as a server writes them.
+    None: whole; "events": one SSE event per piece, as a server writes them; a list: cut at those positions.
     """
     if size is None:
         return [raw]
+    if isinstance(size, list):
+        return split(raw, size)
     if size == "events":
         return [piece for piece in re.split(rb"(?<=\r\n\r\n)|(?<=\n\n)(?!\r)", raw) if piece]
     return [raw[i : i + size] for i in range(0, len(raw), size)]
@@ -26,7 +35,7 @@ def tap_records(
     raw: bytes,
     *,
     sse: bool,
-    size: int | None | str = None,
+    size: int | None | str | list[int] = None,
     encoding: str | None = None,
     complete: bool = True,
 ) -> list[ReasoningRecord]:

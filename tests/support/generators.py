@@ -33,6 +33,7 @@ from addon.formats.chat_fields import MESSAGE_FIELDS, is_missing
 from addon.records import split_call_id
 from addon.response_tap import ResponseTap
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
+from tests.support.capture import split
 from tests.support.fake_provider import Options, Recorded, sse_event
 
 ANSWER_TEXT = ["Let me look.", "Checking — “quotes” and ✓ too.", "a\nb"]
@@ -151,11 +152,6 @@ def cut_points(data: st.DataObject, size: int, most: int) -> list[int]:
     """Where to cut `size` bytes; drawn as fractions, since the fakes' answers vary in length from run to run."""
     fractions = data.draw(st.lists(st.integers(1, 999), max_size=most), label="cuts")
     return sorted({size * f // 1000 for f in fractions} - {0})
-
-
-def split(raw: bytes, cuts: list[int]) -> list[bytes]:
-    bounds = [0, *sorted({c for c in cuts if 0 < c < len(raw)}), len(raw)]
-    return [raw[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
 def pieces_of(data: st.DataObject, raw: bytes) -> list[bytes]:

@@ -1,0 +1,58 @@
+"""Records a process has already parsed, shared by the stores that keep records outside the process.
+
+A stored record never changes and its id is never reused, so a record parsed once can serve every later
+lookup: a client re-sends the same history every turn, and would otherwise cost one parse per call per turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+
+from ..records import ReasoningRecord
+
+logger = logging.getLogger(__name__)
+
+MOST_REMEMBERED = 2048  # parsed records kept in memory per store (a few MB)
+
+
+class RememberedRecords:
+    """Parsed records by id with their storing time, the oldest remembered dropped first."""
+
+    def __init__(self, most: int = MOST_REMEMBERED) -> None:
+        self._most = most
+        self._records: OrderedDict[int, tuple[float, ReasoningRecord]] = OrderedDict()
+
+    def add(self, record_id: int, stored_at: float, record: ReasoningRecord) -> None:
+        self._records[record_id] = (stored_at, record)
+        if len(self._records) > self._most:
+            self._records.popitem(last=False)
+
+    def drop(self, record_id: int) -> None:
+        self._records.pop(record_id, None)
+
+    def clear(self) -> None:
+        self._records.clear()
+
+    def split(self, record_ids: Iterable[int], oldest: float) -> tuple[dict[int, ReasoningRecord], list[int]]:
+        """The remembered records stored at `oldest` or later, and the ids the store must read."""
+        records: dict[int, ReasoningRecord] = {}
+        unread = []
+        for record_id in set(record_ids):
+            remembered = self._records.get(record_id)
+            if remembered is None:
+                unread.append(record_id)
+            elif remembered[0] >= oldest:
+                records[record_id] = remembered[1]
+        return records, unread
+
+
+def by_key(ids: Mapping[str, int], records: Mapping[int, ReasoningRecord]) -> dict[str, ReasoningRecord]:
+    """Each key's record, for the keys whose record was found and is young enough."""
+    return {key: records[record_id] for key, record_id in ids.items() if record_id in records}
+
+
+def warn_unreadable(ids: Mapping[str, int], record_id: int) -> None:
+    named = ", ".join(key for key, found in ids.items() if found == record_id)
+    logger.warning("llm cache: ignoring an unreadable entry for %s", named)
