@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import brotli
@@ -12,6 +13,7 @@ import zstandard
 
 from addon.formats.chat_completions import ChatCompletions
 from addon.records import ReasoningRecord
+from addon.response_tap import ResponseTap
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -211,3 +213,35 @@ def test_reasoning_fragments_with_escapes_and_split_surrogates_join_exactly() ->
     )
     (record,) = tap_records(b"".join(chunks), sse=True, size="events")
     assert record.fields["reasoning_content"] == 'He said "hi" café \n😀 done'
+
+
+# Each fixture directory's wire format; a stream event a reader cannot parse ends up in the log as a `skipped`.
+FORMAT_OF_DIRECTORY = {
+    "anthropic": "anthropic_messages",
+    "copilot": "chat_completions",
+    "deepseek": "chat_completions",
+    "gemini": "gemini_native",
+    "gemini-openai-compat": "chat_completions",
+    "openai-responses": "openai_responses",
+    "openrouter": "chat_completions",
+}
+ALL_STREAMS = sorted(FIXTURES.glob("*/*.sse"))
+
+
+def unreadable_events(path: Path, raw: bytes) -> int:
+    from addon import formats
+
+    reader = formats.by_name(FORMAT_OF_DIRECTORY[path.parent.name]).reader()
+    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    tap(raw)
+    tap(b"")
+    return reader.unreadable
+
+
+@pytest.mark.parametrize("path", ALL_STREAMS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_event_of_a_real_stream_is_counted_unreadable(path: Path) -> None:
+    raw = path.read_bytes()
+    assert unreadable_events(path, raw) == 0
+    # The same stream with every JSON line cut short: the events that carry reasoning are counted.
+    spoilt = re.sub(rb"(?m)^(data: ?\{.*?).{3}(\r?)$", rb"\1\2", raw)
+    assert spoilt != raw and unreadable_events(path, spoilt) >= 1
