@@ -11,6 +11,7 @@ import brotli
 import pytest
 import zstandard
 
+from addon import formats
 from addon.formats.chat_completions import ChatCompletions
 from addon.records import ReasoningRecord
 from addon.response_tap import ResponseTap
@@ -229,8 +230,6 @@ ALL_STREAMS = sorted(FIXTURES.glob("*/*.sse"))
 
 
 def unreadable_events(path: Path, raw: bytes) -> int:
-    from addon import formats
-
     reader = formats.by_name(FORMAT_OF_DIRECTORY[path.parent.name]).reader()
     tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
     tap(raw)
