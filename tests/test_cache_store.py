@@ -17,6 +17,7 @@ import pytest
 
 from addon.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from addon.records import ReasoningRecord, ToolCallRef
+from tests.support.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
 VENV_PYTHON = REPO / ".venv" / "bin" / "python"
@@ -533,7 +534,6 @@ def test_redis_count_bound_drops_keys_for_every_process(redis_server):
 def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog):
     """Down: every call raises StoreUnavailable at once (logged once); back: the next call after the pause works."""
     from addon.cache import StoreUnavailable, redis_store
-    from tests.support.redis_server import RedisServer
 
     server = RedisServer(tmp_path).start()
     store = RedisStore(server.url(), LIMITS)
@@ -562,3 +562,16 @@ def test_redis_url_password_never_shown(redis_server):
     store = RedisStore(f"redis://:hunter2@127.0.0.1:{redis_server.port}/0", LIMITS)
     assert "hunter2" not in store.description and ":***@" in store.description
     store.close()
+
+
+def test_redis_with_a_password(tmp_path):
+    with RedisServer(tmp_path, password="s3cret-pw") as server:
+        store = RedisStore(server.url(), LIMITS)
+        store.put(SCOPE, ["call_1"], make_record())
+        assert store.get_many(SCOPE, ["call_1"]) == {"call_1": make_record()}
+        store.close()
+        # A wrong password, or none, is bad configuration: refused at once, the password never in the message.
+        for url in (server.url(password="wrong-pw"), server.url(password="")):
+            with pytest.raises(StoreError, match="refused the credentials") as refused:
+                RedisStore(url, LIMITS)
+            assert "wrong-pw" not in str(refused.value) and "s3cret-pw" not in str(refused.value)

@@ -110,3 +110,15 @@ def test_proxy_starts_while_redis_is_down_and_uses_it_once_up(
         time.sleep(redis_store.LONGEST_PAUSE + 0.5)
         messages = turn_two(fake, proxy.url, api_key)
         assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True) == ANSWER
+
+
+def test_a_wrong_redis_password_stops_mitmdump_with_a_clear_error(
+    fake: FakeProvider, confdir: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "redis").mkdir()
+    with RedisServer(tmp_path / "redis", password="s3cret-pw") as server:
+        proxy = redis_proxy(fake, confdir, server.url(password="wrong-pw"), tmp_path / "events.jsonl")
+        with pytest.raises(RuntimeError, match="mitmdump exited with 1"):
+            proxy.start()
+    assert "llm_cache: Redis at redis://:***@127.0.0.1:" in proxy.output
+    assert "refused the credentials" in proxy.output and "wrong-pw" not in proxy.output

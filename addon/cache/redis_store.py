@@ -174,6 +174,9 @@ class RedisStore:
             raise StoreUnavailable(self._outage or f"Redis at {self.description} is unavailable")
         try:
             result = command()
+        except redis.AuthenticationError as e:
+            # A wrong or missing password is configuration, not an outage: said at startup, never retried quietly.
+            raise StoreError(f"Redis at {self.description} refused the credentials: {e}") from e
         except (redis.ConnectionError, redis.TimeoutError) as e:
             self._pause = min(self._pause * 2, LONGEST_PAUSE) if self._pause else FIRST_PAUSE
             self._paused_until = now + self._pause

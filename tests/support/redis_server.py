@@ -18,20 +18,22 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, password: str | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("redis-server is not installed: run scripts/test, which installs it (apt-get)")
         self.binary = binary
         self.workdir = workdir
+        self.password = password
         self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
 
-    def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+    def url(self, db: int = 0, password: str | None = None) -> str:
+        password = password if password is not None else self.password
+        return f"redis://{f':{password}@' if password else ''}127.0.0.1:{self.port}/{db}"
 
     def client(self, db: int = 0) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=self.port, db=db)
+        return redis.Redis(host="127.0.0.1", port=self.port, db=db, password=self.password)
 
     def start(self, timeout: float = 10.0) -> RedisServer:
         """Starts (or restarts) the server on its port; nothing is persisted across restarts."""
@@ -48,6 +50,7 @@ class RedisServer:
                 "no",
                 "--dir",
                 str(self.workdir),
+                *(["--requirepass", self.password] if self.password else []),
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
