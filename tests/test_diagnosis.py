@@ -18,6 +18,7 @@ from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.fake_chat import ChatDialect
 from tests.support.fake_gemini import GeminiDialect
 from tests.support.fake_provider import Options, Recorded, Reply
+from tests.support.planted import planted
 
 # Ids shaped like the real ones (PROTOCOLS.md 3(a): the items of one response share its hex prefix).
 RS_ID = "rs_0c71d6d8526a7a4b006920e03fd67c81a2b9c3d4e5f60718"
@@ -1312,9 +1313,9 @@ def test_sse_framed_error():
 # --------------------------------------------------------------------------------------
 # credentials never reach the message
 
-OPENAI_KEY = "sk-proj-AbCdEfGh12345678IjKlMnOp"
-GOOGLE_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstu"
-GITHUB_TOKEN = "ghu_abcdefghijklmnopqrstuvwxyz0123"
+OPENAI_KEY = planted("sk-proj-", "AbCdEfGh12345678IjKlMnOp")
+GOOGLE_KEY = planted("AIzaSy", "A1234567890abcdefghijklmnopqrstu")
+GITHUB_TOKEN = planted("ghu_", "abcdefghijklmnopqrstuvwxyz0123")
 
 
 @pytest.mark.parametrize(

@@ -15,13 +15,14 @@ from addon.fixtures import read_fixture_dir
 from addon.offline import check_flows
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
+from tests.support.planted import planted
 from tests.support.proxy import MitmdumpProcess
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent
-TOKEN = "sk-test-PLANTED0123456789abcdefghij"
-QUERY_KEY = "AIzaPLANTEDQUERY0123456789abcdefghijkl"
-BODY_KEY = "sk-proj-PLANTEDINBODY0123456789abcdef"
+TOKEN = planted("sk-test-", "PLANTED0123456789abcdefghij")
+QUERY_KEY = planted("AIza", "PLANTEDQUERY0123456789abcdefghijkl")
+BODY_KEY = planted("sk-proj-", "PLANTEDINBODY0123456789abcdef")
 
 
 def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Path:

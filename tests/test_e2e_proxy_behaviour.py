@@ -16,6 +16,7 @@ from mitmproxy import http, io
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.fake_provider import FakeProvider
+from tests.support.planted import planted
 from tests.support.proxy import MitmdumpProcess
 
 pytestmark = pytest.mark.e2e
@@ -203,8 +204,8 @@ def test_other_credential_gets_nothing(fake: FakeProvider, proxy: MitmdumpProces
 
 
 def test_secrets_never_reach_the_log_or_the_cache(fake: FakeProvider, confdir: Path, tmp_path: Path) -> None:
-    token = "sk-test-PLANTEDSECRET0123456789abcdef"
-    query_key = "AIzaPLANTEDQUERYKEY0123456789abcdefghij"
+    token = planted("sk-test-", "PLANTEDSECRET0123456789abcdef")
+    query_key = planted("AIza", "PLANTEDQUERYKEY0123456789abcdefghij")
     cache, log = tmp_path / "cache.db", tmp_path / "events.jsonl"
     with MitmdumpProcess(
         "--mode", f"reverse:{fake.url}", "--set", f"llm_cache={cache}", "--set", f"llm_log={log}", confdir=confdir

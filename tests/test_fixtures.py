@@ -27,6 +27,7 @@ from addon.fixtures import (
 from addon.formats import by_name
 from addon.formats.gemini import PLACEHOLDER_BASE64
 from tests.support.capture import pieces, tap_records
+from tests.support.planted import planted
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CHAT = "/v1/chat/completions"
@@ -130,16 +131,16 @@ def dumped(fixtures: list[ExchangeFixture]) -> str:
 
 # --- credentials ---------------------------------------------------------------------------------
 
-BEARER = "ghu_PlantedBearerToken0123456789abcdef"
+BEARER = planted("ghu_", "PlantedBearerToken0123456789abcdef")
 X_API_KEY = "planted-x-api-key-7d1e"
-GOOG_KEY = "AIzaSyPlantedGoogHeaderKey0123456789abcd"
+GOOG_KEY = planted("AIzaSy", "PlantedGoogHeaderKey0123456789abcd")
 COOKIE = "planted_cookie_session_4411"
 QUERY_KEY = "planted-query-key-9931"
 QUERY_API_KEY = "planted-query-api-key-5520"
-BODY_SK = "sk-proj-PlantedBodyKey0123456789abcdef"
-BODY_AIZA = "AIzaSyPlantedBodyKey0123456789abcdefghij"
-SSE_SK = "sk-ant-api03-PlantedStreamKey0123456789"
-SSE_AIZA = "AIzaSyPlantedStreamKey0123456789abcdefgh"
+BODY_SK = planted("sk-proj-", "PlantedBodyKey0123456789abcdef")
+BODY_AIZA = planted("AIzaSy", "PlantedBodyKey0123456789abcdefghij")
+SSE_SK = planted("sk-ant-api03-", "PlantedStreamKey0123456789")
+SSE_AIZA = planted("AIzaSy", "PlantedStreamKey0123456789abcdefgh")
 BODY_FIELD = "planted-litellm-body-api-key"
 NESTED_FIELD = "planted-mcp-header-value"
 STREAM_FIELD = "planted-stream-password"

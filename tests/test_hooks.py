@@ -17,6 +17,7 @@ from addon.proxy_config import ProxyConfig
 from addon.records import ReasoningRecord, ToolCallRef
 from addon.response_tap import ResponseTap
 from addon.scope import request_scope
+from tests.support.planted import planted
 
 TURN_TWO = {
     "model": "gemini-3-pro-preview",
@@ -84,7 +85,7 @@ def test_a_failing_cache_leaves_the_request_unchanged(addons, caplog: pytest.Log
     original = flow.request.raw_content
 
     def broken(*args: object) -> dict:
-        raise RuntimeError("disk on fire, Bearer sk-should-not-appear-123456")
+        raise RuntimeError(f"disk on fire, Bearer {planted('sk-', 'should-not-appear-123456')}")
 
     config.store.get_many = broken  # type: ignore[method-assign]
     with caplog.at_level(logging.WARNING):

