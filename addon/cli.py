@@ -1,7 +1,9 @@
 """Checking captured LLM traffic offline, and turning it into redacted test fixtures.
 
-    python -m addon.cli check PATH      what each request breaks, what the proxy would change, what still fails
-    python -m addon.cli export PATH DIR redacted fixtures, one file per exchange, with the repairs they expect
+    scripts/check PATH         what each request breaks, what the proxy would change, what still fails
+    scripts/export PATH DIR    redacted fixtures, one file per exchange, with the repairs they expect
+
+(both run `python -m llm_reasoning_proxy.cli`).
 
 PATH is a mitmproxy flow file (`mitmdump -w`), a HAR file, or an exported fixture directory.
 `check` exits 1 when a request would still fail through the proxy, 2 when PATH cannot be read.

@@ -33,16 +33,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
+from llm_reasoning_proxy import formats, jsoncodec  # noqa: E402
+from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
+from llm_reasoning_proxy.events import Repaired, loggable_actions  # noqa: E402
+from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
+from llm_reasoning_proxy.repair import plan_repair  # noqa: E402
+from llm_reasoning_proxy.response_tap import ResponseTap  # noqa: E402
+from llm_reasoning_proxy.scope import credential_fingerprint  # noqa: E402
 from mitmproxy import http  # noqa: E402
 
-from addon import formats, jsoncodec  # noqa: E402
-from addon.cache import CacheLimits, SQLiteStore  # noqa: E402
-from addon.events import Repaired, loggable_actions  # noqa: E402
-from addon.formats.chat_completions import ChatCompletions  # noqa: E402
-from addon.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
-from addon.repair import plan_repair  # noqa: E402
-from addon.response_tap import ResponseTap  # noqa: E402
-from addon.scope import credential_fingerprint  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
 
 AUTH = "Bearer bench-key"

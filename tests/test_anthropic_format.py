@@ -7,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy import jsoncodec
+from llm_reasoning_proxy.cache.base import CacheLimits
+from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
+from llm_reasoning_proxy.formats import CacheView, RepairContext, claim
+from llm_reasoning_proxy.formats.anthropic import AnthropicMessages
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, canonical_arguments
+from llm_reasoning_proxy.sse_parser import SSEEvent
 
-from addon import jsoncodec
-from addon.cache.base import CacheLimits
-from addon.cache.sqlite_store import SQLiteStore
-from addon.formats import CacheView, RepairContext, claim
-from addon.formats.anthropic import AnthropicMessages
-from addon.records import ReasoningRecord, ToolCallRef, canonical_arguments
-from addon.sse_parser import SSEEvent
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
-from addon.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
-from addon.records import ReasoningRecord, ToolCallRef
 from tests.support.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -367,8 +367,8 @@ def test_sqlite_remembered_keys_follow_other_processes(tmp_path):
 CHILD_PRELUDE = """
 import sys, time
 from pathlib import Path
-from addon.cache import CacheLimits, SQLiteStore
-from addon.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
 store = SQLiteStore(Path(sys.argv[1]), CacheLimits(max_age=86400.0, max_entries=1000))
 
@@ -480,7 +480,7 @@ def test_sqlite_corrupted_row_is_skipped(tmp_path, corrupt, caplog):
             "UPDATE records SET record = ? WHERE id = (SELECT record_id FROM record_keys WHERE key = 'bad')", (corrupt,)
         )
     store = SQLiteStore(path, LIMITS)  # a process that has not read these entries yet
-    with caplog.at_level("WARNING", logger="addon.cache"):
+    with caplog.at_level("WARNING", logger="llm_reasoning_proxy.cache"):
         assert store.get_many(SCOPE, ["bad", "good"]) == {"good": make_record()}
     assert "bad" in caplog.text
     store.close()
@@ -533,13 +533,13 @@ def test_redis_count_bound_drops_keys_for_every_process(redis_server):
 
 def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog):
     """Down: every call raises StoreUnavailable at once (logged once); back: the next call after the pause works."""
-    from addon.cache import StoreUnavailable, redis_store
+    from llm_reasoning_proxy.cache import StoreUnavailable, redis_store
 
     server = RedisServer(tmp_path).start()
     store = RedisStore(server.url(), LIMITS)
     store.put(SCOPE, ["before"], make_record(1))
     server.stop()
-    caplog.set_level("WARNING", logger="addon.cache.redis_store")
+    caplog.set_level("WARNING", logger="llm_reasoning_proxy.cache.redis_store")
     with pytest.raises(StoreUnavailable, match="unavailable"):
         store.get_many(SCOPE, ["before"])
     started = time.monotonic()

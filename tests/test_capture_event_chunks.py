@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy.formats import by_name
 
-from addon.formats import by_name
 from tests.support.capture import pieces, tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,11 +10,11 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
+from llm_reasoning_proxy import formats
+from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
+from llm_reasoning_proxy.records import ReasoningRecord
+from llm_reasoning_proxy.response_tap import ResponseTap
 
-from addon import formats
-from addon.formats.chat_completions import ChatCompletions
-from addon.records import ReasoningRecord
-from addon.response_tap import ResponseTap
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -155,7 +155,7 @@ def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
 
 
 def test_a_text_field_past_the_limit_is_dropped_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from addon.formats import chat_completions
+    from llm_reasoning_proxy.formats import chat_completions
 
     monkeypatch.setattr(chat_completions, "MAX_FIELD_CHARS", 100)
     chunks = [{"id": "r", "choices": [{"index": 0, "delta": {"reasoning_content": "x" * 40}}]} for _ in range(5)]

@@ -7,11 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from addon import jsoncodec
-from addon.formats import CacheView, RepairContext
-from addon.formats.chat_completions import ChatCompletions
-from addon.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy import jsoncodec
+from llm_reasoning_proxy.formats import CacheView, RepairContext
+from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FORMAT = ChatCompletions()

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy.formats import CacheView, RepairContext
+from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
+from llm_reasoning_proxy.formats.chat_fields import merge_detail_fragments
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, display_call_id, split_call_id
 
-from addon.formats import CacheView, RepairContext
-from addon.formats.chat_completions import ChatCompletions
-from addon.formats.chat_fields import merge_detail_fragments
-from addon.records import ReasoningRecord, ToolCallRef, display_call_id, split_call_id
 from tests.test_capture_fixtures import tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"

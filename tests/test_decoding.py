@@ -8,8 +8,7 @@ import zlib
 import brotli
 import pytest
 import zstandard
-
-from addon.decoding import UnsupportedEncoding, stream_decoder
+from llm_reasoning_proxy.decoding import UnsupportedEncoding, stream_decoder
 
 
 def _payload() -> bytes:

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 import pytest
+from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.redact import REDACTED
 
-from addon.diagnosis import MAX_MESSAGE, Diagnosis, classify, error_messages
-from addon.redact import REDACTED
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.fake_chat import ChatDialect
 from tests.support.fake_gemini import GeminiDialect

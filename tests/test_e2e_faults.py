@@ -31,9 +31,9 @@ import httpx
 import openai
 import pytest
 import zstandard
+from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
+from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
-from addon.cache import CacheLimits, SQLiteStore
-from addon.scope import Scope, credential_fingerprint
 from tests.e2e_helpers import QUESTION, TOOLS, client, history_as_sent, second_turn
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import openai
 import pytest
+from llm_reasoning_proxy.cli import load_flows
+from llm_reasoning_proxy.fixtures import read_fixture_dir
+from llm_reasoning_proxy.offline import check_flows
 
-from addon.cli import load_flows
-from addon.fixtures import read_fixture_dir
-from addon.offline import check_flows
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
@@ -48,7 +48,7 @@ def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Pat
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "addon.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
 
 

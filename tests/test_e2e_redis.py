@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from llm_reasoning_proxy.cache import redis_store
 
-from addon.cache import redis_store
 from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess

@@ -447,7 +447,12 @@ def converse(base_url: str, secrets: Secrets) -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "addon.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, umask=UMASK
+        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        umask=UMASK,
     )
 
 

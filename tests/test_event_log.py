@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from addon.events import EventLog, Skipped
+from llm_reasoning_proxy.events import EventLog, Skipped
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def test_no_backups_starts_the_log_afresh(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from addon.events import EventLog, Skipped
+from llm_reasoning_proxy.events import EventLog, Skipped
 log = EventLog(Path(sys.argv[1]), max_bytes=8192, backups=3)
 for n in range(300):
     log.write(Skipped(flow_id=f"{sys.argv[2]}-{n}", url="u", reason="y" * 150))

@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.diagnosis import classify
+from llm_reasoning_proxy.explain import advise, block_to_message, calls_at, locate
+from llm_reasoning_proxy.formats import RepairContext, by_name
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from addon import make_addons
-from addon.diagnosis import classify
-from addon.explain import advise, block_to_message, calls_at, locate
-from addon.formats import RepairContext, by_name
-from addon.records import ReasoningRecord, ToolCallRef
-from addon.scope import request_scope
 from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
 
 CHAT = [

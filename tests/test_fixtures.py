@@ -9,11 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
-
-from addon import make_addons
-from addon.fixtures import (
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.fixtures import (
     ExchangeFixture,
     Expectation,
     RequestFixture,
@@ -24,8 +21,11 @@ from addon.fixtures import (
     redact_json,
     write_fixture_dir,
 )
-from addon.formats import by_name
-from addon.formats.gemini import PLACEHOLDER_BASE64
+from llm_reasoning_proxy.formats import by_name
+from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow, tutils
+
 from tests.support.capture import pieces, tap_records
 from tests.support.planted import planted
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from addon.fixtures import fixture_to_flow, read_fixture_dir
-from addon.offline import check_flows
+from llm_reasoning_proxy.fixtures import fixture_to_flow, read_fixture_dir
+from llm_reasoning_proxy.offline import check_flows
 
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
 FIXTURE_DIRS = sorted(path.parent for path in FLOWS.glob("*/meta.json"))

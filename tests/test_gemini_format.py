@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy.formats import CacheView, RepairContext
+from llm_reasoning_proxy.formats.gemini import GeminiNative, text_key
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
-from addon.formats import CacheView, RepairContext
-from addon.formats.gemini import GeminiNative, text_key
-from addon.records import ReasoningRecord, ToolCallRef
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gemini"

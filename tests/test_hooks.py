@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.proxy_config import ProxyConfig
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.response_tap import ResponseTap
+from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http, io
 from mitmproxy.test import taddons, tflow, tutils
 
-from addon import make_addons
-from addon.proxy_config import ProxyConfig
-from addon.records import ReasoningRecord, ToolCallRef
-from addon.response_tap import ResponseTap
-from addon.scope import request_scope
 from tests.support.planted import planted
 
 TURN_TWO = {

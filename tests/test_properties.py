@@ -12,10 +12,10 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from llm_reasoning_proxy import formats, response_tap
+from llm_reasoning_proxy.formats import RepairContext
+from llm_reasoning_proxy.sse_parser import SSEEvent, SSEParser
 
-from addon import formats, response_tap
-from addon.formats import RepairContext
-from addon.sse_parser import SSEEvent, SSEParser
 from tests.support.capture import split, tap_records
 from tests.support.fake_provider import Options, _Compressor
 from tests.support.generators import (

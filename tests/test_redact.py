@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from llm_reasoning_proxy.redact import REDACTED, SECRET_HEADERS, redact_headers, redact_text, redact_url
 
-from addon.redact import REDACTED, SECRET_HEADERS, redact_headers, redact_text, redact_url
 from tests.support.planted import planted
 
 OPENAI_KEY = planted("sk-proj-", "AbCdEfGh12345678IjKlMnOp")
@@ -215,7 +215,7 @@ def test_redact_headers_accepts_any_iterable():
 
 
 def test_offline_diff_masks_values_under_secret_named_keys() -> None:
-    from addon.offline import request_diff
+    from llm_reasoning_proxy.offline import request_diff
 
     call = {"functionCall": {"name": "deploy", "args": {"region": "eu", "api_key": "PLANTED123"}}}
     before = {"contents": [{"role": "model", "parts": [call]}]}

@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llm_reasoning_proxy import jsoncodec
+from llm_reasoning_proxy.events import summarize_record
+from llm_reasoning_proxy.formats import CacheView, RepairContext, claim
+from llm_reasoning_proxy.formats import responses as responses_module
+from llm_reasoning_proxy.formats.responses import Responses
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.sse_parser import SSEEvent
 
-from addon import jsoncodec
-from addon.events import summarize_record
-from addon.formats import CacheView, RepairContext, claim
-from addon.formats import responses as responses_module
-from addon.formats.responses import Responses
-from addon.records import ReasoningRecord, ToolCallRef
-from addon.sse_parser import SSEEvent
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai-responses"

@@ -6,9 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
-
-from addon.settings import (
+from llm_reasoning_proxy.settings import (
     OPTION_NAMES,
     OPTIONS,
     PROJECT,
@@ -23,6 +21,7 @@ from addon.settings import (
     parse_placeholder,
     parse_settings,
 )
+from pydantic import ValidationError
 
 DEFAULTS = {spec.name: spec.default for spec in OPTIONS}
 

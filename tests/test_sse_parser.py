@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from addon.sse_parser import SSEEvent, SSEOverflow, SSEParser, marked_events
+from llm_reasoning_proxy.sse_parser import SSEEvent, SSEOverflow, SSEParser, marked_events
 
 
 def parse_all(stream: bytes, chunks: list[bytes] | None = None, **kwargs) -> list[SSEEvent]:

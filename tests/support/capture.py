@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from addon.formats import WireFormat
-from addon.records import ReasoningRecord
-from addon.response_tap import ResponseTap
+from llm_reasoning_proxy.formats import WireFormat
+from llm_reasoning_proxy.records import ReasoningRecord
+from llm_reasoning_proxy.response_tap import ResponseTap
 
 
 def split(raw: bytes, cuts: list[int]) -> list[bytes]:

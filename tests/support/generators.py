@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.events import Event, EventLog, Failure, Skipped
+from llm_reasoning_proxy.formats.chat_fields import MESSAGE_FIELDS, is_missing
+from llm_reasoning_proxy.records import split_call_id
+from llm_reasoning_proxy.response_tap import ResponseTap
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from addon import make_addons
-from addon.events import Event, EventLog, Failure, Skipped
-from addon.formats.chat_fields import MESSAGE_FIELDS, is_missing
-from addon.records import split_call_id
-from addon.response_tap import ResponseTap
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.capture import split
 from tests.support.fake_provider import Options, Recorded, sse_event
