@@ -12,7 +12,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.support.fake_provider import FakeProvider  # noqa: E402
-from tests.support.proxy import MitmdumpProcess  # noqa: E402
+from tests.support.proxy import MitmdumpProcess, reverse_proxy  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 
@@ -37,15 +37,7 @@ def proxy_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[MitmdumpProcess]:
     """A reverse proxy in front of the fake provider, with a SQLite cache and an event log."""
-    process = MitmdumpProcess(
-        "--mode",
-        f"reverse:{fake.url}",
-        "--set",
-        f"llm_cache={proxy_state / 'cache.db'}",
-        "--set",
-        f"llm_log={proxy_state / 'events.jsonl'}",
-        confdir=confdir,
-    )
+    process = reverse_proxy(fake.url, confdir, llm_cache=proxy_state / "cache.db", llm_log=proxy_state / "events.jsonl")
     with process:
         yield process
 

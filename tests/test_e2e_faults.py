@@ -36,7 +36,7 @@ from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, history_as_sent, second_turn
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
-from tests.support.proxy import MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -170,16 +170,7 @@ def start_all(*processes: MitmdumpProcess) -> None:
 
 
 def sqlite_proxy(fake: FakeProvider, confdir: Path, cache: Path, log: Path, **options: Any) -> MitmdumpProcess:
-    return MitmdumpProcess(
-        "--mode",
-        f"reverse:{fake.url}",
-        "--set",
-        f"llm_cache={cache}",
-        "--set",
-        f"llm_log={log}",
-        confdir=confdir,
-        **options,
-    )
+    return reverse_proxy(fake.url, confdir, llm_cache=cache, llm_log=log, **options)
 
 
 def scope_of(fake: FakeProvider, api_key: str) -> str:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.support.fake_provider import FakeProvider, Recorded
-from tests.support.proxy import MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -286,16 +286,12 @@ def test_placeholder_setting(
     path = route(mode="sse")
     turn = GeminiClient(fake.url, api_key).turn(path, [QUESTION])
     history = [QUESTION, dropped(turn), results_for(turn)]
-    with MitmdumpProcess(
-        "--mode",
-        f"reverse:{fake.url}",
-        "--set",
-        "llm_cache=memory",
-        "--set",
-        f"llm_log={tmp_path / 'events.jsonl'}",
-        "--set",
-        f"llm_signature_placeholder={setting}",
-        confdir=confdir,
+    with reverse_proxy(
+        fake.url,
+        confdir,
+        llm_cache="memory",
+        llm_log=tmp_path / "events.jsonl",
+        llm_signature_placeholder=setting,
     ) as own:
         response = GeminiClient(own.url, api_key).post(path, history)
     assert response.status_code == status

@@ -17,7 +17,7 @@ from mitmproxy import http, io
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
-from tests.support.proxy import MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
 GEMINI = "gemini-3-pro-preview"
@@ -207,9 +207,7 @@ def test_secrets_never_reach_the_log_or_the_cache(fake: FakeProvider, confdir: P
     token = planted("sk-test-", "PLANTEDSECRET0123456789abcdef")
     query_key = planted("AIza", "PLANTEDQUERYKEY0123456789abcdefghij")
     cache, log = tmp_path / "cache.db", tmp_path / "events.jsonl"
-    with MitmdumpProcess(
-        "--mode", f"reverse:{fake.url}", "--set", f"llm_cache={cache}", "--set", f"llm_log={log}", confdir=confdir
-    ) as proxy:
+    with reverse_proxy(fake.url, confdir, llm_cache=cache, llm_log=log) as proxy:
         llm = openai.OpenAI(
             base_url=f"{proxy.url}/v1",
             api_key=token,
@@ -231,17 +229,7 @@ def test_observe_only_logs_what_it_would_repair(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
     log = tmp_path / "events.jsonl"
-    with MitmdumpProcess(
-        "--mode",
-        f"reverse:{fake.url}",
-        "--set",
-        "llm_cache=memory",
-        "--set",
-        f"llm_log={log}",
-        "--set",
-        "llm_repair=false",
-        confdir=confdir,
-    ) as proxy:
+    with reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log=log, llm_repair="false") as proxy:
         assert "repair=off (observe only)" in proxy.output
         messages = zed_turn_two(fake, proxy.url, api_key)
         with pytest.raises(openai.BadRequestError, match="invalid request body"):
@@ -342,9 +330,7 @@ def test_flow_file_keeps_bodies_comments_and_markers(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
     flows = tmp_path / "flows.mitm"
-    with MitmdumpProcess(
-        "--mode", f"reverse:{fake.url}", "--set", "llm_cache=memory", "-w", str(flows), confdir=confdir
-    ) as proxy:
+    with reverse_proxy(fake.url, confdir, "-w", str(flows), llm_cache="memory") as proxy:
         messages = zed_turn_two(fake, proxy.url, api_key)
         second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True)
     with flows.open("rb") as handle:
@@ -360,18 +346,8 @@ def test_flow_file_keeps_bodies_comments_and_markers(
 
 def test_event_log_is_rotated_at_its_size(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> None:
     log = tmp_path / "events.jsonl"
-    with MitmdumpProcess(
-        "--mode",
-        f"reverse:{fake.url}",
-        "--set",
-        "llm_cache=memory",
-        "--set",
-        f"llm_log={log}",
-        "--set",
-        "llm_log_max_size=8KB",
-        "--set",
-        "llm_log_backups=1",
-        confdir=confdir,
+    with reverse_proxy(
+        fake.url, confdir, llm_cache="memory", llm_log=log, llm_log_max_size="8KB", llm_log_backups=1
     ) as proxy:
         for _ in range(12):  # each turn logs a captured event with its reasoning text: well past 16 KB in all
             first_turn(client(proxy.url, api_key), GEMINI, stream=False)

@@ -14,7 +14,7 @@ from llm_reasoning_proxy.cache import redis_store
 
 from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.redis_server import RedisServer
 
 pytestmark = pytest.mark.e2e
@@ -24,9 +24,7 @@ ANSWER = "The directory holds two files."
 
 
 def redis_proxy(fake: FakeProvider, confdir: Path, url: str, log: Path) -> MitmdumpProcess:
-    return MitmdumpProcess(
-        "--mode", f"reverse:{fake.url}", "--set", f"llm_cache={url}", "--set", f"llm_log={log}", confdir=confdir
-    )
+    return reverse_proxy(fake.url, confdir, llm_cache=url, llm_log=log)
 
 
 def turn_two(fake: FakeProvider, base_url: str, api_key: str) -> list[dict]:

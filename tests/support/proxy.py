@@ -121,3 +121,15 @@ class MitmdumpProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def reverse_proxy(
+    upstream: str,
+    confdir: Path,
+    *args: str,
+    preexec_fn: Callable[[], None] | None = None,
+    **options: object,
+) -> MitmdumpProcess:
+    """`mitmdump -s addon/main.py --mode reverse:UPSTREAM`, each keyword set as `--set name=value`."""
+    sets = [arg for name, value in options.items() for arg in ("--set", f"{name}={value}")]
+    return MitmdumpProcess("--mode", f"reverse:{upstream}", *sets, *args, confdir=confdir, preexec_fn=preexec_fn)
