@@ -35,6 +35,7 @@ from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, history_as_sent, second_turn
+from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
@@ -53,43 +54,6 @@ COMPRESS: dict[str, Callable[[bytes], bytes]] = {
 
 
 # --- helpers -------------------------------------------------------------------------------------
-
-
-class Log:
-    """The part of a proxy's JSONL event log written after this object was made."""
-
-    def __init__(self, path: Path, *, whole: bool = False) -> None:
-        self.path = path
-        self.start = 0 if whole or not path.exists() else path.stat().st_size
-
-    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        with self.path.open("rb") as handle:
-            handle.seek(self.start)
-            data = handle.read()
-        found = []
-        for line in data.splitlines():
-            try:
-                event = json.loads(line)
-            except ValueError:  # the last line of a process killed while writing it
-                continue
-            if kind is None or event["kind"] == kind:
-                found.append(event)
-        return found
-
-    def wait(self, done: Callable[[list[dict[str, Any]]], bool], timeout: float = 20.0) -> list[dict[str, Any]]:
-        """Every event so far, once `done` holds for them (the log is written as flows end, a little later)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            events = self.events()
-            if done(events) or time.monotonic() > deadline:
-                return events
-            time.sleep(0.02)
-
-
-def of_kind(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [e for e in events if e["kind"] == kind]
 
 
 def chat_body(*, stream: bool, messages: list[dict] | None = None, model: str = GEMINI) -> bytes:
@@ -195,7 +159,7 @@ def test_upstream_cut_mid_stream(
     abort_after: int,
     encoding: str | None,
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     options = {"abort_after": str(abort_after)} | ({"encoding": encoding} if encoding else {})
     received = bytearray()
     with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
@@ -234,7 +198,7 @@ def test_upstream_cut_mid_stream(
 def test_client_gone_mid_stream(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, hang_up: str
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     received = b""
     # 0.3 s between events: the client is long gone before the stream would end.
     with httpx.stream(
@@ -268,7 +232,7 @@ def test_client_gone_mid_stream(
 def test_upstream_5xx_reaches_the_client_unchanged(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, status: int, stream: bool
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, status=str(status)))
     assert response.status_code == status
     assert raw == bytes(ours(fake, since).wire) == json.dumps(SERVER_ERROR).encode()
@@ -291,7 +255,7 @@ def test_upstream_that_never_answers_costs_only_its_own_request(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
 ) -> None:
     """mitmproxy 11 has no upstream read timeout of its own: a client's timeout is what ends such a request."""
-    log, first_line = Log(proxy_state / "events.jsonl"), len(proxy.lines)
+    log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
     with ThreadPoolExecutor(1) as pool:
         hung = pool.submit(
             httpx.post,
@@ -318,7 +282,7 @@ def test_upstream_that_gives_up_gets_the_client_mitmproxys_502(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
 ) -> None:
     """An upstream (or a gateway in front of it) that times out and hangs up without an answer."""
-    log, first_line = Log(proxy_state / "events.jsonl"), len(proxy.lines)
+    log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
     response = httpx.post(
         f"{proxy.url}{CHAT}",
         content=chat_body(stream=True),
@@ -362,7 +326,7 @@ def test_50_mb_bodies_pass_intact_without_ballooning(
     growth: dict[tuple[str, str], int] = {}
     try:
         for name, process in (("addon", addon), ("plain", plain)):
-            log = Log(tmp_path / "events.jsonl")
+            log = LogTail(tmp_path / "events.jsonl")
             fetch_raw(process.url, chat_body(stream=False), headers_for(api_key))  # warm up
 
             def send_request(process: MitmdumpProcess = process) -> None:
@@ -393,7 +357,7 @@ def test_50_mb_bodies_pass_intact_without_ballooning(
             assert growth["addon", kind] <= 1.25 * growth["plain", kind] + 32 * MB, summary
         assert growth["addon", "sse"] <= 16 * MB, summary  # streams stay streams
         still_serving(fake, addon, api_key)
-        assert of_kind(Log(tmp_path / "events.jsonl").events(), "failure") == []
+        assert of_kind(LogTail(tmp_path / "events.jsonl").events(), "failure") == []
     finally:
         addon.stop()
         plain.stop()
@@ -434,7 +398,7 @@ LLM_REQUESTS = {
 def test_request_body_that_is_not_json_is_forwarded_and_skipped(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, wire_format: str, spoilt: str
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     path, body = LLM_REQUESTS[wire_format]
     if spoilt == "truncated":  # valid UTF-8, cut off just before its closing brackets
         body = body.replace(b"\xe9", b"e")[:-3]
@@ -454,7 +418,7 @@ def test_request_body_that_is_not_json_is_forwarded_and_skipped(
 def test_response_body_that_is_not_json_is_forwarded_and_skipped(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, spoilt: str, stream: bool
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, corrupt=spoilt))
     sent = ours(fake, since)
     assert response.status_code == 200 and raw == bytes(sent.wire) == bytes(sent.sent)
@@ -477,7 +441,7 @@ def test_response_body_that_is_not_json_is_forwarded_and_skipped(
 def test_compressed_request_is_repaired_and_recompressed(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, encoding: str
 ) -> None:
-    log, first_line = Log(proxy_state / "events.jsonl"), len(proxy.lines)
+    log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
     _, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key))
     (call,) = tool_calls_in(raw)
     body = COMPRESS[encoding](
@@ -508,7 +472,7 @@ def test_compressed_request_is_repaired_and_recompressed(
 def test_compressed_response_reaches_the_client_as_sent_and_is_captured(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, encoding: str, stream: bool
 ) -> None:
-    log, first_line, since = Log(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, encoding=encoding))
     sent = ours(fake, since)
     assert response.headers["content-encoding"] == encoding
@@ -531,7 +495,7 @@ def test_sigkill_during_concurrent_writes_loses_nothing_committed(
 ) -> None:
     cache, log_path = tmp_path / "cache.db", tmp_path / "events.jsonl"
     proxy = sqlite_proxy(fake, confdir, cache, log_path).start()
-    log = Log(log_path)
+    log = LogTail(log_path)
     stop, lock = threading.Event(), threading.Lock()
     finished: list[tuple[str, dict[str, Any]]] = []  # (api key, tool call) of every stream the client got whole
     interrupted: list[str] = []
@@ -622,7 +586,7 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
         with ThreadPoolExecutor(16) as pool:
             turns = list(pool.map(first, range(80)))  # 40 per proxy, 16 at a time: both write at once
             for log in logs:  # each commit lands just after its answer's last byte
-                Log(log, whole=True).wait(lambda e: len(of_kind(e, "captured")) == 40)
+                LogTail(log, whole=True).wait(lambda e: len(of_kind(e, "captured")) == 40)
             answers = list(pool.map(second, turns))
     finally:
         http.close()
@@ -631,7 +595,7 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
     assert [status for status, _ in answers] == [200] * 80
     assert all(doc["choices"][0]["message"]["content"] == ANSWER for _, doc in answers)
     for process, log in zip(proxies, logs):
-        events = Log(log, whole=True)
+        events = LogTail(log, whole=True)
         kinds = [e["kind"] for e in events.events()]
         assert kinds.count("captured") == 40 and kinds.count("repaired") == 40 and "failure" not in kinds
         assert all(e["cache_hits"] >= 1 for e in events.events("repaired"))
@@ -698,7 +662,7 @@ def full_cache_run(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.T
 
     proxy = sqlite_proxy(fake, confdir, state / "cache.db", state / "events.jsonl", preexec_fn=limit_file_size)
     proxy.start()
-    log = Log(state / "events.jsonl")
+    log = LogTail(state / "events.jsonl")
     turns = []
     try:
         for number in range(12):

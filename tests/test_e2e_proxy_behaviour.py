@@ -15,6 +15,7 @@ import pytest
 from mitmproxy import http, io
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
@@ -185,6 +186,10 @@ def test_turn_two_through_a_new_process_on_the_same_cache(
     first = MitmdumpProcess(*args, confdir=confdir).start()
     try:
         messages = zed_turn_two(fake, first.url, api_key)
+        # What is promised: an entry is in the cache once its `captured` event is written, which comes just
+        # after the client has the answer's last byte. A kill in between may lose it (see the README).
+        (captured,) = LogTail(tmp_path / "events.jsonl", whole=True).wait_for("captured")
+        assert captured["stored"] is True
     finally:
         first.kill() if how == "kill" else first.stop()
     with MitmdumpProcess(*args, confdir=confdir) as second:
