@@ -6,15 +6,18 @@ import contextlib
 import hashlib
 import logging
 import os
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TextIO
 
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
+from .limits import MAX_LOG_LINE_BYTES
+from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
 
 logger = logging.getLogger(__name__)
@@ -163,6 +166,55 @@ def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[
     ]
 
 
+def _serialise(event: Event) -> str:
+    try:
+        return event.model_dump_json(exclude_none=True)
+    except ValueError:  # a lone surrogate, which pydantic's serializer refuses
+        return jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def cut_text(text: str, keep: int) -> str:
+    """A long text cut to `keep` characters, saying how long it was and which it was (a short SHA-256)."""
+    if len(text) <= keep:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[:keep]}…[cut: {len(text)} chars, sha256 {digest}]"
+
+
+def _shrink(value: Any, text_cap: int, list_cap: int) -> Any:
+    if isinstance(value, str):
+        return cut_text(value, text_cap)
+    if isinstance(value, list):
+        kept = [_shrink(item, text_cap, list_cap) for item in value[:list_cap]]
+        return kept + [f"…[cut: {len(value) - list_cap} more]"] if len(value) > list_cap else kept
+    if isinstance(value, dict):
+        return {key: _shrink(item, text_cap, list_cap) for key, item in value.items()}
+    return value
+
+
+def fit_line(event: Event, limit: int = MAX_LOG_LINE_BYTES) -> str:
+    """The event as one JSON line of at most `limit` bytes: an event too big for that has its longest texts and
+    lists cut (each saying how long it was) and a `cut` entry with the size the whole line would have had."""
+    line = _serialise(event)
+    size = _utf8_size(line)
+    if size <= limit:
+        return line
+    doc = event.model_dump(mode="json", exclude_none=True)
+    text_cap, list_cap = 1024, 64
+    while text_cap >= 16:
+        line = jsoncodec.dumps({**_shrink(doc, text_cap, list_cap), "cut": {"bytes": size}}).decode()
+        if _utf8_size(line) <= limit:
+            return line
+        text_cap, list_cap = text_cap // 4, max(1, list_cap // 4)
+    return jsoncodec.dumps(
+        {"ts": event.ts, "kind": event.kind, "flow_id": event.flow_id, "cut": {"bytes": size}}
+    ).decode()
+
+
 class EventLog:
     """Appends events to a JSONL file created owner-only; never raises into a hook.
 
@@ -171,35 +223,51 @@ class EventLog:
     so the log never takes more than about (backups + 1) x max_bytes. Several
     proxies may share one log: a writer whose file another one rotated puts at
     most one more line into that backup, then finds the file moved and reopens it.
+
+    A rotation that fails (something sits at `<name>.1`) or a file that cannot be
+    reopened is reported once; the log goes on in the file it has (or reopens it)
+    and tries again every `RETRY_SECONDS`.
     """
 
-    def __init__(self, path: Path | None, max_bytes: int = 20 * 1024 * 1024, backups: int = 2) -> None:
+    RETRY_SECONDS = 60.0
+
+    def __init__(
+        self,
+        path: Path | None,
+        max_bytes: int = 20 * 1024 * 1024,
+        backups: int = 2,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.path = path
         self.max_bytes = max_bytes
         self.backups = backups
-        self._file = None
+        self._clock = clock
+        self._file: TextIO | None = None
         self._inode = 0
+        self._failed = False  # a write failed, and it was said
+        self._trouble: str | None = None  # why rotating or reopening fails, once said; None when all is well
+        self._retry_at = 0.0
+        self._closed = path is None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(path.parent)
             self._open()
-        self._failed = False
 
     def _open(self) -> None:
         assert self.path is not None
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_private(self.path, os.O_WRONLY | os.O_APPEND)
         self._file = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
         self._inode = os.fstat(fd).st_ino
 
     def write(self, event: Event) -> None:
-        if self._file is None:
+        if self._closed:
             return
         try:
-            try:
-                line = event.model_dump_json(exclude_none=True)
-            except ValueError:  # a lone surrogate, which pydantic's serializer refuses
-                line = jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
+            line = fit_line(event)
+            if self._file is None and not self._reopen():
+                return
+            assert self._file is not None
             self._file.write(line + "\n")
-            if os.fstat(self._file.fileno()).st_size >= self.max_bytes:
+            if os.fstat(self._file.fileno()).st_size >= self.max_bytes and self._clock() >= self._retry_at:
                 self._rotate()
         except (OSError, ValueError) as e:
             if not self._failed:
@@ -208,20 +276,47 @@ class EventLog:
 
     def _rotate(self) -> None:
         assert self.path is not None and self._file is not None
-        self._file.close()
         backups = [self.path.with_name(f"{self.path.name}.{n}") for n in range(1, self.backups + 1)]
         # Each file moves one place down: the log to .1, .1 to .2, ...; what falls off the end is gone.
         moves = list(zip([self.path, *backups[:-1]], backups))
-        with contextlib.suppress(FileNotFoundError):  # another process may be rotating the same log
-            if os.stat(self.path).st_ino == self._inode:
-                for newer, older in reversed(moves):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.replace(newer, older)
-                if not backups:
-                    self.path.unlink()
-        self._open()
+        try:
+            with contextlib.suppress(FileNotFoundError):  # another process may be rotating the same log
+                if os.stat(self.path).st_ino == self._inode:
+                    for newer, older in reversed(moves):
+                        with contextlib.suppress(FileNotFoundError):
+                            os.replace(newer, older)
+                    if not backups:
+                        self.path.unlink()
+        except OSError as e:
+            # The file is still ours and still open: go on writing to it, and try again later.
+            self._report_trouble(f"cannot rotate ({e}); writing on to {self.path.name}")
+            return
+        self._file.close()
+        self._file = None
+        self._reopen()
+
+    def _reopen(self) -> bool:
+        if self._clock() < self._retry_at and self._trouble is not None:
+            return False
+        try:
+            self._open()
+        except OSError as e:
+            self._report_trouble(f"cannot reopen ({e}); events are dropped until it can")
+            return False
+        if self._trouble is not None:
+            logger.warning("llm event log %s: writing and rotating again", self.path)
+            self._trouble = None
+        self._retry_at = 0.0
+        return True
+
+    def _report_trouble(self, trouble: str) -> None:
+        if self._trouble is None:
+            logger.warning("llm event log %s: %s; tried again every %gs", self.path, trouble, self.RETRY_SECONDS)
+        self._trouble = trouble
+        self._retry_at = self._clock() + self.RETRY_SECONDS
 
     def close(self) -> None:
         if self._file is not None:
             self._file.close()
             self._file = None
+        self._closed = True

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
@@ -51,6 +50,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from . import formats, jsoncodec
 from .annotate import META
 from .formats.gemini import PLACEHOLDER_BASE64, PLACEHOLDER_PHRASE
+from .private_files import make_private_dir, write_private
 from .records import SIGNATURE_IN_ID
 from .redact import SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_json, redact_text, redact_url
 from .settings import PROJECT
@@ -584,11 +584,11 @@ def write_fixture_dir(
             if path.is_file() and (path.name == META_FILE or EXCHANGE_FILE.match(path.name)):
                 path.unlink()
     # Owner-only, like the cache and the log: redaction is thorough, not proof. Git keeps no such mode.
-    out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_dir(out_dir)
     written = []
     for number, fixture in enumerate(fixtures, 1):
         path = out_dir / f"{number:04d}.json"
-        _write_private(path, _pretty(fixture.model_dump()))
+        write_private(path, _pretty(fixture.model_dump()))
         written.append(path)
     if placeholders is None:
         placeholders = bool(fixtures) and all(fixture._placeholders for fixture in fixtures)
@@ -601,15 +601,8 @@ def write_fixture_dir(
         "exchanges": len(fixtures),
     }
     meta_path = out_dir / META_FILE
-    _write_private(meta_path, _pretty(meta))
+    write_private(meta_path, _pretty(meta))
     return [*written, meta_path]
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as file:
-        file.write(data)
-    os.chmod(path, 0o600)  # a file that was there before keeps its mode through O_CREAT
 
 
 def read_fixture_dir(path: Path) -> list[ExchangeFixture]:

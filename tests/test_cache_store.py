@@ -322,6 +322,33 @@ def test_sqlite_existing_parent_is_left_alone(tmp_path):
     assert stat.S_IMODE((folder / "c.db").stat().st_mode) == 0o600
 
 
+def test_sqlite_files_left_with_another_mode_become_owner_only(tmp_path):
+    path = tmp_path / "cache.db"
+    SQLiteStore(path, LIMITS).close()
+    companions = [tmp_path / "cache.db-wal", tmp_path / "cache.db-shm"]
+    for name in (path, *companions):
+        name.touch()
+        os.chmod(name, 0o644)  # as another tool, or an older version, may have left them
+    store = SQLiteStore(path, LIMITS)
+    store.put(SCOPE, ["a"], make_record())
+    assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in (path, *companions)} == {
+        "cache.db": "0o600",
+        "cache.db-wal": "0o600",
+        "cache.db-shm": "0o600",
+    }
+    store.close()
+
+
+@pytest.mark.parametrize("linked", ["cache.db", "cache.db-wal", "cache.db-shm"])
+def test_sqlite_never_writes_through_a_link(tmp_path, linked):
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"someone else's file")
+    (tmp_path / linked).symlink_to(target)
+    with pytest.raises(StoreError, match="symbolic link"):
+        SQLiteStore(tmp_path / "cache.db", LIMITS)
+    assert target.read_bytes() == b"someone else's file"
+
+
 def test_sqlite_persists_across_reopen(tmp_path):
     path = tmp_path / "c.db"
     store = SQLiteStore(path, LIMITS)

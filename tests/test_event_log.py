@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from llm_reasoning_proxy import events
 from llm_reasoning_proxy.events import EventLog, Skipped
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,6 +54,8 @@ def test_no_backups_starts_the_log_afresh(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
+import pytest
+from llm_reasoning_proxy import events
 from llm_reasoning_proxy.events import EventLog, Skipped
 log = EventLog(Path(sys.argv[1]), max_bytes=8192, backups=3)
 for n in range(300):
@@ -80,3 +84,88 @@ def test_processes_sharing_one_log_stay_within_its_bound(tmp_path: Path) -> None
         numbers = [int(flow.split("-")[1]) for flow in kept if flow[0] == name]
         assert numbers == sorted(numbers)
     assert lines(path)[-1]["flow_id"] in ("a-299", "b-299")
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_rotation_that_fails_is_reported_once_and_the_log_goes_on(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "events.jsonl"
+    (tmp_path / "events.jsonl.1").mkdir()  # something sits where the backup goes: the rename fails
+    (tmp_path / "events.jsonl.1" / "x").write_text("x")
+    clock = FakeClock()
+    log = EventLog(path, max_bytes=4096, backups=1, clock=clock)
+    with caplog.at_level("WARNING"):
+        for n in range(100):
+            log.write(event(n))
+    warnings = [r.getMessage() for r in caplog.records if "cannot rotate" in r.getMessage()]
+    assert len(warnings) == 1 and "tried again every 60s" in warnings[0]
+    assert lines(path)[-1]["flow_id"] == "flow-99"  # nothing was dropped: it wrote on past its size
+    # Once the obstruction is gone and the pause is over, it rotates again and says so.
+    (tmp_path / "events.jsonl.1" / "x").unlink()
+    (tmp_path / "events.jsonl.1").rmdir()
+    clock.now += 61
+    with caplog.at_level("WARNING"):
+        log.write(event(100))
+        log.write(event(101))
+    log.close()
+    assert any("writing and rotating again" in r.getMessage() for r in caplog.records)
+    assert lines(tmp_path / "events.jsonl.1")[-1]["flow_id"] == "flow-100"
+    assert [e["flow_id"] for e in lines(path)] == ["flow-101"]
+
+
+def test_a_log_that_cannot_be_reopened_after_rotation_comes_back(tmp_path: Path, caplog, monkeypatch) -> None:
+    path = tmp_path / "events.jsonl"
+    clock = FakeClock()
+    log = EventLog(path, max_bytes=4096, backups=1, clock=clock)
+    real_open = events.open_private
+
+    def refused(*args, **kwargs):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(events, "open_private", refused)
+    with caplog.at_level("WARNING"):
+        for n in range(40):  # rotates after about 13 events; the new file cannot be opened
+            log.write(event(n))
+    assert sum("cannot reopen" in r.getMessage() for r in caplog.records) == 1
+    monkeypatch.setattr(events, "open_private", real_open)
+    log.write(event(40))  # within the pause: still dropped
+    clock.now += 61
+    log.write(event(41))
+    log.close()
+    assert [e["flow_id"] for e in lines(path)] == ["flow-41"]
+    assert lines(tmp_path / "events.jsonl.1")[-1]["flow_id"] == "flow-12"
+    assert any("writing and rotating again" in r.getMessage() for r in caplog.records)
+
+
+def test_the_log_is_never_written_through_a_link(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("someone else's file\n")
+    (tmp_path / "events.jsonl").symlink_to(target)
+    with pytest.raises(OSError, match="symbolic link"):
+        EventLog(tmp_path / "events.jsonl")
+    assert target.read_text() == "someone else's file\n"
+
+
+def test_a_log_that_was_there_with_another_mode_becomes_owner_only(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    path.write_text('{"kind":"started"}\n')
+    path.chmod(0o644)
+    EventLog(path).close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and lines(path) == [{"kind": "started"}]
+
+
+def test_a_line_too_long_for_the_log_is_cut_to_fit(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.write(Skipped(flow_id="f", url="u", reason="é" * 200_000))
+    log.close()
+    raw = path.read_bytes()
+    assert len(raw) <= 64 * 1024
+    (written,) = lines(path)
+    assert written["cut"]["bytes"] > 400_000 and "[cut: 200000 chars, sha256 " in written["reason"]

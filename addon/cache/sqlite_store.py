@@ -24,6 +24,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import jsoncodec
+from ..private_files import make_private, make_private_dir, open_private
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
 from .remembered import RememberedRecords, by_key, warn_unreadable
@@ -52,10 +53,18 @@ _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no ot
 _UNKNOWN = object()
 
 
+def _companions(path: Path) -> list[Path]:
+    """The files SQLite keeps beside the database in WAL mode."""
+    return [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+
+
 def _create_private(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not path.exists():
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    make_private_dir(path.parent)
+    os.close(open_private(path, os.O_WRONLY))
+    # SQLite creates its -wal and -shm files with the database's mode, but one left by an earlier run keeps its
+    # own, and SQLite would follow a link planted there.
+    for companion in _companions(path):
+        make_private(companion)
 
 
 def _batches(items: list, size: int = _KEYS_PER_QUERY) -> list[list]:
@@ -80,6 +89,8 @@ class SQLiteStore:
             if mode.lower() != "wal":
                 raise StoreError(f"cache {path}: SQLite refused WAL mode (got {mode!r})")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            for companion in _companions(path):
+                make_private(companion)
             self._migrate()
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the reasoning cache at {path}: {e}") from e

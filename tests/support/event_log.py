@@ -35,9 +35,7 @@ class LogTail:
                 found.append(event)
         return found
 
-    def wait(
-        self, done: Callable[[list[dict[str, Any]]], Any], timeout: float = WAIT_SECONDS
-    ) -> list[dict[str, Any]]:
+    def wait(self, done: Callable[[list[dict[str, Any]]], Any], timeout: float = WAIT_SECONDS) -> list[dict[str, Any]]:
         """Every event so far, once `done` holds for them (or when the time is up, for the caller's assertion)."""
         deadline = time.monotonic() + timeout
         while True:

@@ -1,0 +1,111 @@
+"""End to end: the proxy stays bounded, private and exact whatever a client or an upstream sends.
+
+Each section is one of the attacks the README's "Under faults" and "Security" sections promise to withstand,
+tried against a real `mitmdump -s addon/main.py`:
+
+1. compression bombs in requests, JSON answers, streams and error answers;
+2. answers that would cost a quadratic parse;
+3. answers too big to store or log;
+4. credentials in headers the proxy did not know, and the name-and-arguments fallback across tenants;
+5. secrets of every common shape in prompts, tool results and the model's reasoning;
+6. numbers that would not survive re-serialisation;
+7. JSON too deep for the offline tools;
+8. a log rotation that fails;
+9. links and loose modes at the paths the proxy writes;
+10. the model read from the path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.e2e_helpers import client, first_turn, history_as_sent, second_turn
+from tests.support.event_log import LogTail
+from tests.support.fake_provider import FakeProvider
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
+
+pytestmark = pytest.mark.e2e
+
+DEEPSEEK = "deepseek-reasoner"
+ANSWER = "The directory holds two files."
+
+
+def start_failure(process: MitmdumpProcess) -> tuple[int | None, str]:
+    """Starts a mitmdump that is expected to refuse to start: its exit code and output."""
+    try:
+        process.start()
+    except RuntimeError:
+        pass
+    finally:
+        process.stop()
+    return (process._process.returncode if process._process else None), process.output
+
+
+def deepseek_turns(proxy: MitmdumpProcess, api_key: str, turns: int) -> None:
+    """Tool-call turns of a DeepSeek conversation whose client drops reasoning_content, each repaired."""
+    llm = client(proxy.url, api_key)
+    for _ in range(turns):
+        turn = first_turn(llm, DEEPSEEK, stream=True)
+        messages = history_as_sent(turn, drop=("reasoning_content",), content=None)
+        assert second_turn(llm, DEEPSEEK, messages, stream=False) == ANSWER
+
+
+# --- 8. a log rotation that fails ----------------------------------------------------------------
+
+
+def test_a_failed_rotation_is_said_once_and_the_log_goes_on(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
+    log = tmp_path / "events.jsonl"
+    obstruction = tmp_path / "events.jsonl.1"
+    obstruction.mkdir()  # a folder where the backup goes, with something in it: the rename fails
+    (obstruction / "keep").write_text("x")
+    with reverse_proxy(
+        fake.url, confdir, llm_cache="memory", llm_log=log, llm_log_max_size="4KB", llm_log_backups="1"
+    ) as proxy:
+        deepseek_turns(proxy, api_key, 4)
+        # Both turns of each of the four conversations are captured (the answer too: it has reasoning_content).
+        assert len(LogTail(log, whole=True).wait_for("captured", 8)) == 8
+        assert proxy.output.count("cannot rotate") == 1, proxy.output
+    assert log.stat().st_size > 4096  # it wrote on past its size rather than dropping events
+    assert (obstruction / "keep").read_text() == "x"
+
+
+# --- 9. links and loose modes at the paths the proxy writes --------------------------------------
+
+
+@pytest.mark.parametrize("option, name", [("llm_log", "events.jsonl"), ("llm_cache", "cache.db")])
+def test_a_link_at_a_path_the_proxy_writes_stops_it_at_startup(
+    confdir: Path, tmp_path: Path, option: str, name: str
+) -> None:
+    target = tmp_path / "someone-elses-file"
+    target.write_bytes(b"not yours\n")
+    (tmp_path / name).symlink_to(target)
+    process = MitmdumpProcess(
+        "--set", f"llm_cache={tmp_path / 'cache.db'}", "--set", f"llm_log={tmp_path / 'events.jsonl'}", confdir=confdir
+    )
+    code, output = start_failure(process)
+    assert code == 1, output
+    assert f"{option}: " in output and "is a symbolic link; the proxy never writes through a link" in output
+    assert " active: " not in output
+    assert target.read_bytes() == b"not yours\n"
+
+
+def test_files_left_world_readable_become_owner_only(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
+    names = ("cache.db", "cache.db-wal", "cache.db-shm", "events.jsonl")
+    for name in names:
+        (tmp_path / name).touch()
+        os.chmod(tmp_path / name, 0o644)
+    os.remove(tmp_path / "cache.db")  # an empty file is not a database; the companions may be left over
+    (tmp_path / "cache.db").touch()
+    os.chmod(tmp_path / "cache.db", 0o644)
+    with reverse_proxy(fake.url, confdir, llm_cache=tmp_path / "cache.db", llm_log=tmp_path / "events.jsonl") as proxy:
+        deepseek_turns(proxy, api_key, 1)
+        modes = {name: oct(stat.S_IMODE((tmp_path / name).stat().st_mode)) for name in names}
+    assert modes == dict.fromkeys(names, "0o600")
