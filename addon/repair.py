@@ -94,10 +94,11 @@ class RequestRepair:
             meta["request_model"] = wire_format.request_model(request.path, body, None)
             return
         try:
-            doc = jsoncodec.loads(body)
-        except ValueError:
+            doc = jsoncodec.loads_exact(body)
+        except ValueError as e:
             meta["request_model"] = wire_format.request_model(request.path, body, None)
-            report_skip(flow, "request body is not valid JSON; forwarded unchanged", self.config.events)
+            why = str(e) if "too deeply" in str(e) else "request body is not valid JSON"
+            report_skip(flow, f"{why}; forwarded unchanged", self.config.events)
             return
         store, settings = self.config.store, self.config.settings
         assert store is not None and settings is not None
@@ -116,9 +117,14 @@ class RequestRepair:
         summary = summarize_actions(actions)
         keep = self.config.keep_bodies()
         if settings.repair:
+            try:
+                repaired = jsoncodec.dumps(doc)
+            except jsoncodec.NotWritable as e:
+                report_skip(flow, f"request body {e}; forwarded unrepaired", self.config.events)
+                return
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
-            request.set_content(jsoncodec.dumps(doc))
+            request.set_content(repaired)
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + summary)
             self.config.remember_plan(flow.id, plan)

@@ -17,13 +17,15 @@ tried against a real `mitmdump -s addon/main.py`:
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.e2e_helpers import client, first_turn, history_as_sent, second_turn
+from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
@@ -32,6 +34,10 @@ pytestmark = pytest.mark.e2e
 
 DEEPSEEK = "deepseek-reasoner"
 ANSWER = "The directory holds two files."
+
+
+def bearer(api_key: str) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
 
 
 def start_failure(process: MitmdumpProcess) -> tuple[int | None, str]:
@@ -109,3 +115,44 @@ def test_files_left_world_readable_become_owner_only(
         deepseek_turns(proxy, api_key, 1)
         modes = {name: oct(stat.S_IMODE((tmp_path / name).stat().st_mode)) for name in names}
     assert modes == dict.fromkeys(names, "0o600")
+
+
+# --- 6. numbers that would not survive re-serialisation ------------------------------------------
+
+NUMBERS = (
+    b'{"order_id":123456789012345678901234567890,"limit":1e400,"price":1.50,"scale":1E5,"zero":-0,'
+    b'"tiny":1e-07,"wide":-9223372036854775809}'
+)
+
+
+def turn_two_body(turn: dict, extra: bytes) -> bytes:
+    """DeepSeek's turn 2 without reasoning_content, with `extra` spliced in as a top-level field, byte for byte."""
+    messages = history_as_sent(turn, drop=("reasoning_content",), content=None)
+    body = json.dumps({"model": DEEPSEEK, "messages": messages, "tools": TOOLS}).encode()
+    return body[:-1] + b',"metadata":' + extra + b"}"
+
+
+def test_a_repaired_request_keeps_every_number_as_the_client_wrote_it(
+    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str
+) -> None:
+    turn = first_turn(client(proxy.url, api_key), DEEPSEEK, stream=False)
+    body = turn_two_body(turn, NUMBERS)
+    response = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers=bearer(api_key), timeout=60)
+    assert response.status_code == 200, response.text
+    forwarded = fake.last().body
+    assert b'"reasoning_content":' in forwarded  # it was repaired
+    assert forwarded.endswith(b',"metadata":' + NUMBERS + b"}")  # and every number came through as written
+
+
+def test_a_body_that_cannot_be_written_back_exactly_goes_on_as_sent(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    turn = first_turn(client(proxy.url, api_key), DEEPSEEK, stream=False)
+    log = LogTail(proxy_state / "events.jsonl")
+    body = turn_two_body(turn, b'{"limit":1e400,"note":"\\ud800"}')  # a lone surrogate and an exact number
+    response = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers=bearer(api_key), timeout=60)
+    assert response.status_code == 400  # DeepSeek's own answer to the missing reasoning_content
+    assert fake.last().body == body
+    (skipped,) = log.wait_for("skipped")
+    assert skipped["reason"].startswith("request body cannot be written back exactly")
+    assert skipped["reason"].endswith("; forwarded unrepaired")

@@ -1,0 +1,84 @@
+"""JSON in and out: what a repaired request keeps of the client's text, and what is refused."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from llm_reasoning_proxy import jsoncodec
+from llm_reasoning_proxy.jsoncodec import ExactNumber, NotWritable
+
+AWKWARD = [
+    b"123456789012345678901234567890",  # wider than 64 bits: orjson reads it as a float
+    b"-9223372036854775809",
+    b"18446744073709551616",
+    b"1e400",  # infinity
+    b"-1e400",
+    b"1.50",
+    b"1E5",
+    b"1e-07",
+    b"-0",
+    b"0.1000000000000000055511151231257827",
+    b"2.5e300",  # orjson writes 2.5e+300
+]
+
+
+@pytest.mark.parametrize("token", AWKWARD)
+def test_a_number_that_would_change_is_written_back_as_it_came(token: bytes) -> None:
+    body = b'{"model":"m","x":[' + token + b',1,0.5,"a: 1.50"],"y":{"z":' + token + b"}}"
+    doc = jsoncodec.loads_exact(body)
+    assert isinstance(doc["x"][0], ExactNumber) and doc["x"][1:] == [1, 0.5, "a: 1.50"]
+    doc["added"] = None  # as a repair changes something elsewhere in the body
+    assert jsoncodec.dumps(doc) == body[:-1] + b',"added":null}'
+    assert copy.deepcopy(doc) == doc  # the offline check works on a copy
+
+
+def test_numbers_orjson_writes_back_exactly_take_the_fast_path() -> None:
+    body = b'{"temperature":0.7,"n":1,"big":18446744073709551615,"neg":-9223372036854775808,"f":1.0,"s":"1.50"}'
+    doc = jsoncodec.loads_exact(body)
+    assert not any(isinstance(value, ExactNumber) for value in doc.values())
+    assert jsoncodec.dumps(doc) == body
+
+
+def test_nan_and_infinity_spelled_out_are_kept() -> None:
+    body = b'{"a":NaN,"b":-Infinity}'
+    assert jsoncodec.dumps(jsoncodec.loads_exact(body)) == body
+
+
+def test_a_body_that_cannot_be_written_back_exactly_is_refused() -> None:
+    doc = jsoncodec.loads_exact(b'{"a":1e400,"b":"\\ud800"}')  # a lone surrogate sends orjson to the stdlib
+    with pytest.raises(NotWritable):
+        jsoncodec.dumps(doc)
+
+
+def test_json_nested_too_deep_is_not_json_to_the_proxy() -> None:
+    body = b"[" * 5000 + b"]" * 5000
+    for parse in (jsoncodec.loads, jsoncodec.loads_exact):
+        with pytest.raises(ValueError, match="nested too deeply"):
+            parse(body)
+
+
+_digits = st.text("0123456789", min_size=1, max_size=40)
+number_token = st.one_of(
+    st.integers(min_value=-(10**40), max_value=10**40).map(str),
+    st.builds(lambda sign, whole, frac: f"{sign}{int(whole)}.{frac}", st.sampled_from(["", "-"]), _digits, _digits),
+    st.builds(
+        lambda whole, frac, e, sign, exp: f"{int(whole)}{'.' + frac if frac else ''}{e}{sign}{int(exp)}",
+        _digits,
+        st.one_of(st.just(""), _digits),
+        st.sampled_from("eE"),
+        st.sampled_from(["", "+", "-"]),
+        st.text("0123456789", min_size=1, max_size=4),
+    ),
+    st.sampled_from(["-0", "0", "-0.0", "NaN", "Infinity", "-Infinity"]),
+)
+
+
+@given(st.lists(number_token, min_size=1, max_size=8))
+def test_every_number_comes_back_as_it_was_written(tokens: list[str]) -> None:
+    body = ('{"messages":[' + ",".join(tokens) + '],"tail":"x"}').encode()
+    doc = jsoncodec.loads_exact(body)
+    doc["tail"] = "y"  # a change elsewhere forces the body to be written again
+    assert jsoncodec.dumps(doc) == body.replace(b'"tail":"x"', b'"tail":"y"')
