@@ -2,7 +2,12 @@
 
 orjson parses and writes several times faster than the standard library, which
 matters on multi-megabyte chat histories. It refuses a few inputs the standard
-library takes (integers wider than 64 bits, lone surrogates); those fall back.
+library takes (lone surrogates, NaN); those fall back.
+
+A request body the proxy writes back after a repair is read and written with
+msgspec instead (`loads_exact`, `dumps_request`): it hands each float's own text
+to a hook and reads integers of any width exactly, so every number the client
+sent goes back as it was written, at about orjson's speed.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ import json
 import re
 from typing import Any
 
+import msgspec
 import orjson
 
 
 def loads(data: bytes | bytearray | str) -> Any:
-    """Parse JSON; raises ValueError when it is not JSON (or nested too deep to parse)."""
+    """Parse JSON; raises ValueError when it is not JSON (or nested too deeply to parse)."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -25,12 +31,33 @@ def loads(data: bytes | bytearray | str) -> Any:
             raise ValueError(f"JSON nested too deeply to parse: {e}") from None
 
 
-class ExactNumber:
-    """A number kept as the client wrote it, because parsing and writing it again would change it: an integer
-    wider than 64 bits (orjson reads it as a float), 1e400 (infinity), 1.50, 1E5, -0, NaN.
+def join_text(parts: list[str]) -> str:
+    """Concatenates streamed string fragments.
 
-    Repair never looks inside numbers; `dumps` writes the text back as it was.
+    A provider that escapes astral characters as surrogate pairs can split a pair
+    across two chunks; joined, the two halves become the character they encode.
     """
+    text = "".join(parts)
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact UTF-8 JSON that keeps key order and string values exactly."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
+class ExactNumber:
+    """A number kept as the client wrote it, because reading it as a float and writing that again would
+    change it: 1e400 (infinity), 1.50, 1E5, 1e-07, -0, NaN. Repair never looks inside numbers."""
 
     __slots__ = ("text",)
 
@@ -50,84 +77,63 @@ class ExactNumber:
         return self  # immutable
 
 
-# A number token that orjson might not write back as it came: one with a fraction or an exponent, a long
-# integer, or -0. Only these need checking; the other integers always come back the same. Matches inside
-# strings too ("price: 1.50"), which only costs an exact parse that then finds nothing to keep.
-_SUSPECT_NUMBER = re.compile(rb"[:,\[]\s*(-?(?:\d+(?:\.\d+)?[eE][-+]?\d+|\d+\.\d+|\d{19,}|0(?![\d.eE])))")
-_I64_MIN, _U64_MAX = -(2**63), 2**64 - 1
-
-
-def _survives(token: bytes) -> bool:
-    """Whether orjson reads and writes this number token back byte for byte."""
-    if token in (b"-0",):
-        return False
-    if token.lstrip(b"-").isdigit():
-        return _I64_MIN <= int(token) <= _U64_MAX
-    try:
-        return orjson.dumps(float(token)) == token
-    except (ValueError, OverflowError):
-        return False
-
-
-def _exact_float(text: str) -> Any:
-    value = float(text)
-    return value if orjson.dumps(value) == text.encode() else ExactNumber(text)
-
-
-def _exact_int(text: str) -> Any:
-    value = int(text)
-    return value if _I64_MIN <= value <= _U64_MAX and text != "-0" else ExactNumber(text)
-
-
-def loads_exact(data: bytes | bytearray) -> Any:
-    """Parse a body that may be written back: every number that would not come back as it was sent (see
-    `ExactNumber`) is kept as its text. Raises ValueError when it is not JSON (or nested too deep)."""
-    if not any(not _survives(match.group(1)) for match in _SUSPECT_NUMBER.finditer(data)):
-        try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass  # what orjson refuses (NaN, a lone surrogate, great depth) the standard library may take
-    try:
-        return json.loads(bytes(data), parse_float=_exact_float, parse_int=_exact_int, parse_constant=ExactNumber)
-    except RecursionError as e:
-        raise ValueError(f"JSON nested too deeply to parse: {e}") from None
-
-
-def join_text(parts: list[str]) -> str:
-    """Concatenates streamed string fragments.
-
-    A provider that escapes astral characters as surrogate pairs can split a pair
-    across two chunks; joined, the two halves become the character they encode.
-    """
-    text = "".join(parts)
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
-
-
 class NotWritable(ValueError):
     """A document that cannot be written as JSON exactly as it was read."""
 
 
-def _exact_text(value: Any) -> Any:
+def _exact_float(text: str) -> Any:
+    value = float(text)
+    return value if _REQUEST_ENCODER.encode(value) == text.encode() else ExactNumber(text)
+
+
+def _exact_int(text: str) -> Any:
+    return ExactNumber(text) if text == "-0" else int(text)
+
+
+def _raw_number(value: Any) -> Any:
     if isinstance(value, ExactNumber):
-        return orjson.Fragment(value.text)
-    raise TypeError(f"{type(value).__name__} is not JSON")
+        return msgspec.Raw(value.text.encode())
+    raise NotImplementedError
 
 
-def dumps(obj: Any) -> bytes:
-    """Compact UTF-8 JSON that keeps key order, string values and `ExactNumber`s exactly."""
+_REQUEST_DECODER = msgspec.json.Decoder(float_hook=_exact_float)
+_REQUEST_ENCODER = msgspec.json.Encoder(enc_hook=_raw_number)
+# Every fast parser reads "-0" as the integer 0: a body with one takes the standard library's path.
+_NEGATIVE_ZERO = re.compile(rb"-0(?![\d.eE])")
+
+
+def _has_negative_zero(data: bytes | bytearray) -> bool:
+    for match in _NEGATIVE_ZERO.finditer(data):
+        before = data[max(0, match.start() - 64) : match.start()].rstrip(b" \t\r\n")[-1:]
+        if before and before in b":,[":
+            return True
+    return False
+
+
+def loads_exact(data: bytes | bytearray) -> Any:
+    """Parse a request body that may be written back with `dumps_request`: a number that would not come back
+    as it was sent is kept as its text (`ExactNumber`), integers of any width as they are. Raises ValueError
+    when it is not JSON (or nested too deeply to parse)."""
     try:
-        return orjson.dumps(obj, default=_exact_text)
-    except TypeError:
+        if not _has_negative_zero(data):
+            try:
+                return _REQUEST_DECODER.decode(data)
+            except msgspec.DecodeError:
+                pass  # what msgspec refuses (NaN, a lone surrogate) the standard library may take
+        return json.loads(bytes(data), parse_float=_exact_float, parse_int=_exact_int, parse_constant=ExactNumber)
+    except RecursionError as e:  # a valid document thousands of levels deep
+        raise ValueError(f"JSON nested too deeply to parse: {e}") from None
+
+
+def dumps_request(doc: Any) -> bytes:
+    """A request body read with `loads_exact`, written back compactly: key order, strings and numbers exact."""
+    try:
+        return _REQUEST_ENCODER.encode(doc)
+    except (TypeError, UnicodeEncodeError):
         pass
-    # orjson refuses lone surrogates, which the standard library writes as escapes.
+    # msgspec refuses lone surrogates, which the standard library writes as escapes.
     try:
-        return json.dumps(obj, separators=(",", ":")).encode()
+        return json.dumps(doc, separators=(",", ":")).encode()
     except (TypeError, ValueError) as e:
         raise NotWritable(f"cannot be written back exactly: {e}") from None
 

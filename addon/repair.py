@@ -118,7 +118,7 @@ class RequestRepair:
         keep = self.config.keep_bodies()
         if settings.repair:
             try:
-                repaired = jsoncodec.dumps(doc)
+                repaired = jsoncodec.dumps_request(doc)
             except jsoncodec.NotWritable as e:
                 report_skip(flow, f"request body {e}; forwarded unrepaired", self.config.events)
                 return

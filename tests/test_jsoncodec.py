@@ -21,7 +21,7 @@ AWKWARD = [
     b"1e-07",
     b"-0",
     b"0.1000000000000000055511151231257827",
-    b"2.5e300",  # orjson writes 2.5e+300
+    b"2.5e+300",  # written 2.5e300 by the encoder
 ]
 
 
@@ -29,9 +29,10 @@ AWKWARD = [
 def test_a_number_that_would_change_is_written_back_as_it_came(token: bytes) -> None:
     body = b'{"model":"m","x":[' + token + b',1,0.5,"a: 1.50"],"y":{"z":' + token + b"}}"
     doc = jsoncodec.loads_exact(body)
-    assert isinstance(doc["x"][0], ExactNumber) and doc["x"][1:] == [1, 0.5, "a: 1.50"]
+    # Kept as its text, or read as an integer of any width.
+    assert isinstance(doc["x"][0], (ExactNumber, int)) and doc["x"][1:] == [1, 0.5, "a: 1.50"]
     doc["added"] = None  # as a repair changes something elsewhere in the body
-    assert jsoncodec.dumps(doc) == body[:-1] + b',"added":null}'
+    assert jsoncodec.dumps_request(doc) == body[:-1] + b',"added":null}'
     assert copy.deepcopy(doc) == doc  # the offline check works on a copy
 
 
@@ -39,18 +40,18 @@ def test_numbers_orjson_writes_back_exactly_take_the_fast_path() -> None:
     body = b'{"temperature":0.7,"n":1,"big":18446744073709551615,"neg":-9223372036854775808,"f":1.0,"s":"1.50"}'
     doc = jsoncodec.loads_exact(body)
     assert not any(isinstance(value, ExactNumber) for value in doc.values())
-    assert jsoncodec.dumps(doc) == body
+    assert jsoncodec.dumps_request(doc) == body
 
 
 def test_nan_and_infinity_spelled_out_are_kept() -> None:
     body = b'{"a":NaN,"b":-Infinity}'
-    assert jsoncodec.dumps(jsoncodec.loads_exact(body)) == body
+    assert jsoncodec.dumps_request(jsoncodec.loads_exact(body)) == body
 
 
 def test_a_body_that_cannot_be_written_back_exactly_is_refused() -> None:
     doc = jsoncodec.loads_exact(b'{"a":1e400,"b":"\\ud800"}')  # a lone surrogate sends orjson to the stdlib
     with pytest.raises(NotWritable):
-        jsoncodec.dumps(doc)
+        jsoncodec.dumps_request(doc)
 
 
 def test_json_nested_too_deep_is_not_json_to_the_proxy() -> None:
@@ -81,4 +82,4 @@ def test_every_number_comes_back_as_it_was_written(tokens: list[str]) -> None:
     body = ('{"messages":[' + ",".join(tokens) + '],"tail":"x"}').encode()
     doc = jsoncodec.loads_exact(body)
     doc["tail"] = "y"  # a change elsewhere forces the body to be written again
-    assert jsoncodec.dumps(doc) == body.replace(b'"tail":"x"', b'"tail":"y"')
+    assert jsoncodec.dumps_request(doc) == body.replace(b'"tail":"x"', b'"tail":"y"')
