@@ -6,7 +6,9 @@
 (both run `python -m llm_reasoning_proxy.cli`).
 
 PATH is a mitmproxy flow file (`mitmdump -w`), a HAR file, or an exported fixture directory.
-`check` exits 1 when a request would still fail through the proxy, 2 when PATH cannot be read.
+Exit status: 1 when a request would still fail through the proxy (check), 2 when PATH cannot be
+read, 3 when the tool could not follow some exchange (JSON nested too deeply to parse, say: each is
+named in one line, and the others are checked or exported all the same), else 0.
 """
 
 from __future__ import annotations
@@ -40,23 +42,33 @@ def load_flows(path: Path) -> list[http.HTTPFlow]:
         raise UnreadableInput(f"{path}: not a readable mitmproxy flow file or HAR file ({e})") from e
 
 
+WOULD_FAIL, UNREADABLE_INPUT, NOT_CHECKED = 1, 2, 3
+
+
 def _check(args: argparse.Namespace) -> int:
     checks = check_flows(load_flows(args.path), placeholder=args.placeholder)
     sys.stdout.write(render(checks, diffs=not args.no_diff))
-    return 1 if any(check.fails_after_repair for check in checks) else 0
+    if any(check.fails_after_repair for check in checks):
+        return WOULD_FAIL
+    return NOT_CHECKED if any(check.beyond_tool for check in checks) else 0
 
 
 def _export(args: argparse.Namespace) -> int:
     fixtures = build_fixtures(load_flows(args.path), placeholders=args.placeholders)
     # What the addon does to each exported request now is what the fixture expects from now on.
-    for fixture, check in zip(fixtures, check_flows([fixture_to_flow(f) for f in fixtures]), strict=True):
+    checks = check_flows([fixture_to_flow(f) for f in fixtures])
+    for fixture, check in zip(fixtures, checks, strict=True):
         fixture.expect = Expectation(
             repairs=[action.describe() for action in check.actions],
             fails_after_repair=[violation.describe() for violation in check.remaining],
         )
     written = write_fixture_dir(fixtures, args.out, source=args.path.name, overwrite=args.force)
     print(f"wrote {len(fixtures)} exchange(s) to {args.out} ({len(written)} files)")
-    return 0
+    unchecked = [check for check in checks if check.beyond_tool]
+    for check in unchecked:
+        kept = "exported as text" if isinstance(fixtures[check.number - 1].request.body, str) else "exported as it is"
+        print(f"exchange #{check.number}: {check.unreadable}; {kept}", file=sys.stderr)
+    return NOT_CHECKED if unchecked else 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -84,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except UnreadableInput as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return UNREADABLE_INPUT
 
 
 if __name__ == "__main__":

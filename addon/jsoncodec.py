@@ -20,6 +20,13 @@ import msgspec
 import orjson
 
 
+class TooDeep(ValueError):
+    """Valid JSON nested deeper than a parser can follow: to the proxy, a body it cannot read."""
+
+    def __init__(self) -> None:
+        super().__init__("JSON nested too deeply to parse")
+
+
 def loads(data: bytes | bytearray | str) -> Any:
     """Parse JSON; raises ValueError when it is not JSON (or nested too deeply to parse)."""
     try:
@@ -27,8 +34,8 @@ def loads(data: bytes | bytearray | str) -> Any:
     except orjson.JSONDecodeError:
         try:
             return json.loads(data)
-        except RecursionError as e:  # a valid document thousands of levels deep
-            raise ValueError(f"JSON nested too deeply to parse: {e}") from None
+        except RecursionError:  # a valid document thousands of levels deep
+            raise TooDeep from None
 
 
 def join_text(parts: list[str]) -> str:
@@ -121,8 +128,8 @@ def loads_exact(data: bytes | bytearray) -> Any:
             except msgspec.DecodeError:
                 pass  # what msgspec refuses (NaN, a lone surrogate) the standard library may take
         return json.loads(bytes(data), parse_float=_exact_float, parse_int=_exact_int, parse_constant=ExactNumber)
-    except RecursionError as e:  # a valid document thousands of levels deep
-        raise ValueError(f"JSON nested too deeply to parse: {e}") from None
+    except RecursionError:  # a valid document thousands of levels deep
+        raise TooDeep from None
 
 
 def dumps_request(doc: Any) -> bytes:

@@ -20,7 +20,7 @@ from mitmproxy import http
 from . import jsoncodec
 from .cache import CacheLimits, MemoryStore
 from .diagnosis import Diagnosis, classify
-from .formats import RepairContext
+from .formats import RepairContext, WireFormat
 from .records import ReasoningRecord, RepairAction, Violation, display_call_id
 from .redact import redact_json, redact_text, redact_url
 from .repair import INSERTING, claim_request, plan_repair
@@ -36,6 +36,7 @@ class ExchangeCheck:
     model: str | None
     live_repaired: bool = False  # the recording proxy had already repaired it; the check uses what the client sent
     unreadable: str | None = None  # why the request body could not be checked
+    beyond_tool: bool = False  # the body is JSON (or may be) that this tool could not follow: nested too deeply, say
     violations: list[Violation] = field(default_factory=list)  # rules the request breaks as sent
     actions: list[RepairAction] = field(default_factory=list)  # what the addon does to it
     diff: str = ""
@@ -110,36 +111,53 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
         )
         checks.append(check)
         try:
-            doc = jsoncodec.loads(body)
-        except ValueError:
-            check.unreadable = "request body is not valid JSON"
-        else:
-            check.model = wire_format.request_model(flow.request.path, body, doc)
-            context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
-            check.violations = wire_format.check(doc, context)
-            repaired = copy.deepcopy(doc)
-            plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder)
-            check.actions = plan.actions
-            check.remaining = wire_format.check(repaired, plan.context)
-            check.diff = request_diff(doc, repaired) if plan.actions else ""
-        if flow.response is None:
-            continue
-        check.status = flow.response.status_code
-        if check.status >= 400:
-            check.diagnosis = classify(check.status, flow.response.get_content(strict=False) or b"")
-            continue
-        scope = str(request_scope(flow.request))
-        for record in _records(wire_format.reader(), flow.response):
-            record = record.model_copy(update={"request_model": check.model})
-            if record.keys():
-                store.put(scope, record.keys(), record)
-            check.calls += [
-                f"{call.name}({display_call_id(call.id)})" if call.id else call.name for call in record.tool_calls
-            ]
-            check.captured += [name for name in record.fields if name not in check.captured]
-            for call in record.tool_calls:
-                check.captured += [name for name in call.fields if name not in check.captured]
+            _check_exchange(check, flow, wire_format, body, store, placeholder)
+        except Exception as e:  # noqa: BLE001 - one exchange the tool cannot follow must not end the others
+            check.unreadable = f"could not be checked ({type(e).__name__}: {redact_text(str(e))[:200]})"
+            check.beyond_tool = True
     return checks
+
+
+def _check_exchange(
+    check: ExchangeCheck,
+    flow: http.HTTPFlow,
+    wire_format: WireFormat,
+    body: bytes,
+    store: MemoryStore,
+    placeholder: str,
+) -> None:
+    try:
+        doc = jsoncodec.loads(body)
+    except jsoncodec.TooDeep as e:
+        check.unreadable, check.beyond_tool = f"request body is {e}", True
+    except ValueError:
+        check.unreadable = "request body is not valid JSON"
+    else:
+        check.model = wire_format.request_model(flow.request.path, body, doc)
+        context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
+        check.violations = wire_format.check(doc, context)
+        repaired = copy.deepcopy(doc)
+        plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder)
+        check.actions = plan.actions
+        check.remaining = wire_format.check(repaired, plan.context)
+        check.diff = request_diff(doc, repaired) if plan.actions else ""
+    if flow.response is None:
+        return
+    check.status = flow.response.status_code
+    if check.status >= 400:
+        check.diagnosis = classify(check.status, flow.response.get_content(strict=False) or b"")
+        return
+    scope = str(request_scope(flow.request))
+    for record in _records(wire_format.reader(), flow.response):
+        record = record.model_copy(update={"request_model": check.model})
+        if record.keys():
+            store.put(scope, record.keys(), record)
+        check.calls += [
+            f"{call.name}({display_call_id(call.id)})" if call.id else call.name for call in record.tool_calls
+        ]
+        check.captured += [name for name in record.fields if name not in check.captured]
+        for call in record.tool_calls:
+            check.captured += [name for name in call.fields if name not in check.captured]
 
 
 def _indent(text: str, prefix: str = "      ") -> str:
@@ -190,10 +208,12 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
     out += [f"  {line}" for line in chain(checks)]
     failing = [c.number for c in checks if c.fails_as_sent]
     still = [c.number for c in checks if c.fails_after_repair]
+    unchecked = [c.number for c in checks if c.beyond_tool]
     out.append("")
     out.append(
         f"{len(checks)} LLM request(s); {len(failing)} would fail as sent{_numbers(failing)}; "
-        f"{len(still)} would still fail through the proxy{_numbers(still)}."
+        f"{len(still)} would still fail through the proxy{_numbers(still)}"
+        + (f"; {len(unchecked)} could not be checked{_numbers(unchecked)}." if unchecked else ".")
     )
     return "\n".join(out) + "\n"
 

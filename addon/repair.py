@@ -97,7 +97,7 @@ class RequestRepair:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
             meta["request_model"] = wire_format.request_model(request.path, body, None)
-            why = str(e) if "too deeply" in str(e) else "request body is not valid JSON"
+            why = f"request body is {e}" if isinstance(e, jsoncodec.TooDeep) else "request body is not valid JSON"
             report_skip(flow, f"{why}; forwarded unchanged", self.config.events)
             return
         store, settings = self.config.store, self.config.settings

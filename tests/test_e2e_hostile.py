@@ -20,6 +20,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -31,6 +33,7 @@ from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
+ROOT = Path(__file__).resolve().parent.parent
 
 DEEPSEEK = "deepseek-reasoner"
 ANSWER = "The directory holds two files."
@@ -156,3 +159,53 @@ def test_a_body_that_cannot_be_written_back_exactly_goes_on_as_sent(
     (skipped,) = log.wait_for("skipped")
     assert skipped["reason"].startswith("request body cannot be written back exactly")
     assert skipped["reason"].endswith("; forwarded unrepaired")
+
+
+# --- 7. JSON too deep for the offline tools ------------------------------------------------------
+
+DEEP = b'{"model":"deepseek-reasoner","messages":[{"role":"user","content":' + b"[" * 5000 + b"]" * 5000 + b"}]}"
+
+
+def offline_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture(scope="module")
+def deep_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A flow file (mitmdump -w) with a repaired DeepSeek turn, a request 5,000 levels deep, and a turn after it."""
+    out = tmp_path_factory.mktemp("deep") / "deep.mitm"
+    api_key = "sk-test-deep-json"
+    with reverse_proxy(fake.url, confdir, "-w", str(out), llm_cache="memory", llm_log="") as proxy:
+        deepseek_turns(proxy, api_key, 1)
+        response = httpx.post(f"{proxy.url}/v1/chat/completions", content=DEEP, headers=bearer(api_key), timeout=60)
+        assert response.status_code == 400  # the provider cannot parse it; the proxy forwarded it as it came
+        assert fake.last().body == DEEP
+        deepseek_turns(proxy, api_key, 1)
+    return out
+
+
+def test_the_offline_check_says_in_one_line_what_it_could_not_read(deep_capture: Path) -> None:
+    result = offline_cli("check", str(deep_capture), "--no-diff")
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr and "RecursionError" not in result.stdout + result.stderr
+    assert result.stdout.count("not checked: request body is JSON nested too deeply to parse") == 1
+    # Every other exchange is still checked, the ones after it too.
+    assert (
+        result.stdout.count("through the proxy:") == 2
+        and result.stdout.count("after repair: breaks no known rule") == 2
+    )
+    assert (
+        "5 LLM request(s); 2 would fail as sent (#2, #5); 0 would still fail through the proxy; 1 could not be checked (#3)."
+        in (result.stdout)
+    )
+
+
+def test_the_export_keeps_every_exchange_it_can_and_says_which_it_cannot(deep_capture: Path, tmp_path: Path) -> None:
+    result = offline_cli("export", str(deep_capture), str(tmp_path / "out"))
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 3, result.stdout + result.stderr
+    assert "exchange #3: request body is JSON nested too deeply to parse; exported as text" in result.stderr
+    assert len(list((tmp_path / "out").glob("0*.json"))) == 5
+    assert offline_cli("check", str(tmp_path / "out")).returncode == 3  # the fixture replays the same way
