@@ -61,6 +61,10 @@ def plan_repair(
     return RepairPlan(wire_format.repair(doc, cache, context), cache, context)
 
 
+def _model_name(model: str | None) -> str:
+    return f"model {model}" if model is not None else "a request that named no model"
+
+
 def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
     """The wire format of an LLM request and its decoded body, or None for traffic to leave alone."""
     if request.method != "POST" or request.raw_content is None:  # None: body streamed through unread
@@ -109,7 +113,9 @@ class RequestRepair:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
             return
         for key, other in plan.cache.mismatched.items():
-            reason = f"reasoning cached for {key} came from model {other}; not replayed into {model}"
+            reason = (
+                f"reasoning cached for {key} came from {_model_name(other)}; not replayed into {_model_name(model)}"
+            )
             report_skip(flow, reason, self.config.events)
         actions = plan.actions
         if not actions:

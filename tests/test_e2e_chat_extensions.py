@@ -149,4 +149,4 @@ def test_reasoning_is_never_replayed_into_another_model(
         second_turn(proxied, "gemini-3-flash-preview", messages, stream=False)
     assert "reasoning_opaque" not in fake.last().doc["messages"][1]
     (skipped,) = logged_events(proxy_state / "events.jsonl", "skipped", turn["tool_calls"][0]["id"])
-    assert "came from model gemini-3-pro-preview; not replayed into gemini-3-flash-preview" in skipped["reason"]
+    assert "came from model gemini-3-pro-preview; not replayed into model gemini-3-flash-preview" in skipped["reason"]

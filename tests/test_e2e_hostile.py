@@ -27,7 +27,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
@@ -209,3 +209,53 @@ def test_the_export_keeps_every_exchange_it_can_and_says_which_it_cannot(deep_ca
     assert "exchange #3: request body is JSON nested too deeply to parse; exported as text" in result.stderr
     assert len(list((tmp_path / "out").glob("0*.json"))) == 5
     assert offline_cli("check", str(tmp_path / "out")).returncode == 3  # the fixture replays the same way
+
+
+# --- 10. the model read from the path ------------------------------------------------------------
+
+AZURE = "/openai/deployments/{}/chat/completions?api-version=2024-10-21"
+NO_MODEL = "/default-deepseek/v1/chat/completions"  # a gateway route that picks the model: bodies name none
+
+
+def chat(proxy: MitmdumpProcess, path: str, api_key: str, messages: list[dict]) -> httpx.Response:
+    """A chat completions request with no `model` in its body, as Azure OpenAI clients send it."""
+    body = json.dumps({"messages": messages, "tools": TOOLS}).encode()
+    headers = {"api-key": api_key, "content-type": "application/json"}
+    return httpx.post(f"{proxy.url}{path}", content=body, headers=headers, timeout=60)
+
+
+def turn_one(proxy: MitmdumpProcess, path: str, api_key: str) -> list[dict]:
+    """Turn 1 through `path`, and turn 2's history as a client that drops reasoning_content sends it."""
+    response = chat(proxy, path, api_key, [QUESTION])
+    assert response.status_code == 200, response.text
+    message = response.json()["choices"][0]["message"]
+    assert message["reasoning_content"] and message["tool_calls"]
+    return history_as_sent(message, drop=("reasoning_content",), content=None)
+
+
+def test_reasoning_goes_back_only_to_the_deployment_that_issued_it(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    history = turn_one(proxy, AZURE.format("deepseek-r1"), api_key)
+    log = LogTail(proxy_state / "events.jsonl")
+    # Another deployment, and a route that names no model, get nothing: DeepSeek's own 400.
+    for path in (AZURE.format("deepseek-v3-2"), NO_MODEL):
+        response = chat(proxy, path, api_key, history)
+        assert response.status_code == 400 and "Missing `reasoning_content`" in response.text
+        assert "reasoning_content" not in fake.last().doc["messages"][1]
+    reasons = [e["reason"] for e in log.wait_for("skipped", 2)]
+    assert reasons[0].endswith("came from model deepseek-r1; not replayed into model deepseek-v3-2")
+    assert reasons[1].endswith("came from model deepseek-r1; not replayed into a request that named no model")
+    # The deployment that issued it gets it back.
+    assert chat(proxy, AZURE.format("deepseek-r1"), api_key, history).status_code == 200
+    assert fake.last().doc["messages"][1]["reasoning_content"]
+
+
+def test_a_request_that_names_no_model_gets_only_what_such_requests_left(
+    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str
+) -> None:
+    history = turn_one(proxy, NO_MODEL, api_key)
+    response = chat(proxy, AZURE.format("deepseek-r1"), api_key, history)
+    assert response.status_code == 400 and "reasoning_content" not in fake.last().doc["messages"][1]
+    assert chat(proxy, NO_MODEL, api_key, history).status_code == 200
+    assert fake.last().doc["messages"][1]["reasoning_content"]

@@ -114,6 +114,7 @@ def test_a_refused_value_the_proxy_inserted_is_dropped_and_explained(tmp_path: P
             fields={"reasoning_opaque": "BAD"},
             response_id="r1",
             tool_calls=[ToolCallRef(id="call_1", name="ls", arguments="{}")],
+            request_model="gemini-3-pro-preview",
         )
         scope = str(request_scope(flow.request))
         config.store.put(scope, record.keys(), record)

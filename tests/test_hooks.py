@@ -51,7 +51,10 @@ def chat_flow(doc: object, path: str = "/v1/chat/completions", headers: dict | N
 
 def store_turn(config: ProxyConfig, flow: http.HTTPFlow) -> None:
     record = ReasoningRecord(
-        wire_format="chat_completions", fields={"reasoning_opaque": "OPAQUE"}, tool_calls=[ToolCallRef(id="call_1")]
+        wire_format="chat_completions",
+        fields={"reasoning_opaque": "OPAQUE"},
+        tool_calls=[ToolCallRef(id="call_1")],
+        request_model=flow.request.json().get("model"),  # reasoning is only replayed into the model it came from
     )
     config.store.put(str(request_scope(flow.request)), ["call_1"], record)
 

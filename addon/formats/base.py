@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
+from urllib.parse import unquote
 
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, call_fingerprint
@@ -41,7 +43,7 @@ class CacheView:
 
     found: Mapping[str, ReasoningRecord]
     model: str | None
-    mismatched: dict[str, str] = field(default_factory=dict)  # key -> model the record came from
+    mismatched: dict[str, str | None] = field(default_factory=dict)  # key -> model the record came from
     used: list[ReasoningRecord] = field(default_factory=list)  # records handed out, for self-healing
     _used_ids: set[int] = field(default_factory=set)
     _calls: dict[tuple[Any, ...], CallHit | None] = field(default_factory=dict)  # repairs ask about a call repeatedly
@@ -71,7 +73,9 @@ class CacheView:
         record = self.found.get(key)
         if record is None:
             return None
-        if self.model and record.request_model and record.request_model != self.model:
+        # Strictly the same model: a request whose model cannot be known gets only what requests without a
+        # known model left, and those are never replayed into a request for a named model.
+        if record.request_model != self.model:
             self.mismatched[key] = record.request_model
             return None
         if id(record) not in self._used_ids:
@@ -164,7 +168,24 @@ def event_documents(data: bytes) -> Iterator[Any]:
 
 def body_model(body: bytes, doc: Any | None) -> str | None:
     """The top-level "model" of a JSON request body, for formats that carry it there."""
-    if isinstance(doc, dict):
-        model = doc.get("model")
-        return model if isinstance(model, str) else None
-    return jsoncodec.sniff_model(body)
+    if doc is None:
+        model = jsoncodec.sniff_model(body)
+        if model is not None or b'"model"' not in body:
+            return model
+        # Several "model" keys with different values (one in a tool's schema, say): only a parse can tell.
+        try:
+            doc = jsoncodec.loads(body)
+        except ValueError:
+            return None
+    model = doc.get("model") if isinstance(doc, dict) else None
+    return model if isinstance(model, str) else None
+
+
+_DEPLOYMENT = re.compile(r"/deployments/([^/?]+)/")
+
+
+def deployment_model(path: str) -> str | None:
+    """The deployment an Azure OpenAI route names (`/openai/deployments/{name}/chat/completions`): the model
+    the request is for, which its body then usually leaves out."""
+    match = _DEPLOYMENT.search(path.split("?", 1)[0])
+    return unquote(match.group(1)) if match else None

@@ -18,7 +18,15 @@ import orjson
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
+from .base import (
+    CacheView,
+    CallHit,
+    RepairContext,
+    body_model,
+    call_lookup_keys,
+    deployment_model,
+    event_documents,
+)
 from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,
@@ -318,7 +326,7 @@ class ChatCompletions:
         return route.endswith("/chat/completions") and b'"messages"' in body
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
-        return body_model(body, doc)
+        return deployment_model(path) or body_model(body, doc)
 
     def may_need_repair(self, body: bytes) -> bool:
         # Every repair here concerns an assistant message that holds tool calls.
@@ -393,7 +401,7 @@ def _signature_rule(context: RepairContext) -> tuple[str, str] | None:
     model = context.model or ""
     if "gemini-3" not in model:
         return None
-    if "/openai/" in context.path:
+    if "/openai/" in context.path and deployment_model(context.path) is None:  # not Azure OpenAI's /openai/deployments/
         return "gemini_signature_missing", "extra_content"
     if model.startswith("google/") or "openrouter" in context.host:
         return "openrouter_reasoning_details", DETAILS_FIELD

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from .. import jsoncodec
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, body_model, call_lookup_keys
+from .base import CacheView, RepairContext, body_model, call_lookup_keys, deployment_model
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
@@ -358,7 +358,7 @@ class Responses:
         return route.endswith("/responses") and b'"input"' in body
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
-        return body_model(body, doc)
+        return deployment_model(path) or body_model(body, doc)
 
     def may_need_repair(self, body: bytes) -> bool:
         # A replayed call or message to find reasoning for, or a reasoning item that may be left orphaned.

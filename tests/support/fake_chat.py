@@ -5,6 +5,10 @@ The dialect is chosen the way the real request would reach each service:
 * path `/v1beta/openai/...`: Gemini's OpenAI-compatible endpoint. The first
   tool call of a turn carries `extra_content.google.thought_signature`, which
   must come back on that call; errors are Gemini's, in a JSON array.
+* path `/openai/deployments/NAME/...`: Azure OpenAI; the deployment NAME is the
+  model (the body names none) and picks the dialect below.
+* path `/default-deepseek/...`: a gateway that sends every request to DeepSeek
+  thinking mode, whatever the body says: requests there name no model.
 * path `/litellm/...`: a LiteLLM proxy in front of Gemini 3. Signatures ride in
   `call_<hex>__thought__<signature>` ids and `provider_specific_fields`; when a
   client loses them LiteLLM sends a dummy signature (answer still 200, marked
@@ -69,6 +73,11 @@ LITELLM_DUMMY = base64.b64encode(b"skip_thought_signature_validator").decode()
 
 def dialect_of(model: str, path: str) -> str:
     route = path.split("?")[0]
+    deployment = re.search(r"/openai/deployments/([^/]+)/", route)
+    if deployment:  # Azure OpenAI: the deployment in the path is the model, whatever the body says
+        return dialect_of(deployment.group(1), "")
+    if route.startswith("/default-deepseek/"):  # a gateway whose route picks the model; the body names none
+        return "deepseek"
     if "/openai/" in route:
         return "gemini_compat"
     if route.startswith("/litellm/"):
