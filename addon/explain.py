@@ -22,7 +22,7 @@ from .diagnosis import Diagnosis, classify
 from .events import Diagnosed
 from .failopen import fail_open
 from .formats import CacheView
-from .formats.base import call_lookup_keys
+from .formats.base import call_lookup_keys, usable_keys
 from .proxy_config import ProxyConfig
 from .records import RepairAction, display_call_id
 from .redact import redact_url
@@ -230,6 +230,7 @@ class ErrorExplainer:
         if store is None or not (calls or diagnosis.item_ids):
             return None
         keys = [key for call in calls for key in call_lookup_keys(model, *call)] + list(diagnosis.item_ids)
+        keys = usable_keys(keys, by_content=meta.get("by_content", True))
         try:
             cache = CacheView(store.get_many(meta["scope"], keys), model)
         except StoreUnavailable:

@@ -52,7 +52,17 @@ def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
 @lru_cache(maxsize=8192)
 def _fingerprint(model: str, name: str, canonical: str) -> str:
     text = "\0".join((model, name, canonical))
-    return "fp:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return FINGERPRINT_PREFIX + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+FINGERPRINT_PREFIX = "fp:"
+# Keys made from what a request holds (a call's name and arguments, an answer's text) rather than from an id the
+# provider issued: anyone can send the same, so they are only used where callers can be told apart.
+CONTENT_KEY_PREFIXES = (FINGERPRINT_PREFIX, "gemini-text:")
+
+
+def is_content_key(key: str) -> bool:
+    return key.startswith(CONTENT_KEY_PREFIXES)
 
 
 # LiteLLM appends a Gemini thought signature to tool call ids: call_<hex>__thought__<signature>.
@@ -129,7 +139,7 @@ class ReasoningRecord(BaseModel):
         for call in self.tool_calls:
             if key and (key == call.id or key in call.aliases):
                 return call
-        if key.startswith("fp:"):
+        if key.startswith(FINGERPRINT_PREFIX):
             for call in self.tool_calls:
                 if call.name and key == call_fingerprint(self.request_model, call.name, call.arguments):
                     return call

@@ -9,6 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 
+# Headers known to carry a credential: the providers' own, and those of the gateways in front of them.
 SECRET_HEADERS = frozenset(
     {
         "authorization",
@@ -20,8 +21,29 @@ SECRET_HEADERS = frozenset(
         "set-cookie",
         "x-auth-token",
         "x-access-token",
+        "x-litellm-api-key",  # LiteLLM
+        "cf-aig-authorization",  # Cloudflare AI Gateway
+        "x-portkey-api-key",  # Portkey
+        "helicone-auth",  # Helicone
+        "ocp-apim-subscription-key",  # Azure API Management
+        "x-functions-key",  # Azure Functions
     }
 )
+# Any other header whose name says it carries a credential is one too...
+_CREDENTIAL_WORDS = re.compile(r"auth|key|token|secret|passw|credential|cookie|signature")
+# ...except these, which change with every request and identify nobody.
+NOT_CREDENTIAL_HEADERS = frozenset({"idempotency-key", "x-idempotency-key", "sec-websocket-key"})
+
+
+def is_credential_header(name: str, also: frozenset[str] = frozenset()) -> bool:
+    """Whether a request header carries a credential: a known name, one of `also` (lower case), or a name that
+    says so ("x-myproxy-api-key", "x-gateway-token")."""
+    lowered = name.lower()
+    if lowered in SECRET_HEADERS or lowered in also:
+        return True
+    return lowered not in NOT_CREDENTIAL_HEADERS and _CREDENTIAL_WORDS.search(lowered) is not None
+
+
 SECRET_QUERY_PARAMS = frozenset(
     {"key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature", "code"}
 )
@@ -67,7 +89,7 @@ def redact_url(url: str) -> str:
 
 
 def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(k, REDACTED if k.lower() in SECRET_HEADERS else v) for k, v in headers]
+    return [(k, REDACTED if is_credential_header(k) else v) for k, v in headers]
 
 
 # Keys whose value is a secret wherever they appear in a body, compared without case and

@@ -14,6 +14,7 @@ from .cache import ReasoningStore, StoreUnavailable
 from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
+from .formats.base import usable_keys
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import redact_url
@@ -53,9 +54,13 @@ def plan_repair(
     store: ReasoningStore,
     placeholder: str,
     scope: Scope | None = None,
+    *,
+    by_content: bool = True,
 ) -> RepairPlan:
-    """Repairs a parsed request body in place from the cache, as the proxy does in flight."""
-    keys = wire_format.lookup_keys(doc, model)
+    """Repairs a parsed request body in place from the cache, as the proxy does in flight.
+
+    `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`)."""
+    keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
     cache = CacheView(store.get_many(str(scope or request_scope(request)), keys) if keys else {}, model)
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     return RepairPlan(wire_format.repair(doc, cache, context), cache, context)
@@ -90,8 +95,13 @@ class RequestRepair:
         if claimed is None:
             return
         wire_format, body = claimed
-        scope = request_scope(request)
+        settings = self.config.settings
+        assert settings is not None
+        scope = request_scope(request, settings.credential_headers)
+        # Callers without any credential share one scope: there, only ids the provider issued find reasoning.
+        by_content = not scope.anonymous or settings.anonymous_fallback
         meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
+        meta["by_content"] = by_content
         flow.metadata[META] = meta
         if not wire_format.may_need_repair(body):
             # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
@@ -104,11 +114,12 @@ class RequestRepair:
             why = f"request body is {e}" if isinstance(e, jsoncodec.TooDeep) else "request body is not valid JSON"
             report_skip(flow, f"{why}; forwarded unchanged", self.config.events)
             return
-        store, settings = self.config.store, self.config.settings
-        assert store is not None and settings is not None
+        store = self.config.store
+        assert store is not None
         model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
         try:
-            plan = plan_repair(wire_format, request, doc, model, store, settings.signature_placeholder, scope)
+            placeholder = settings.signature_placeholder
+            plan = plan_repair(wire_format, request, doc, model, store, placeholder, scope, by_content=by_content)
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
             return

@@ -119,6 +119,31 @@ OPTIONS: tuple[OptionSpec, ...] = (
         """,
     ),
     OptionSpec(
+        "llm_credential_headers",
+        "",
+        """
+        More request headers that carry a credential, comma-separated
+        (e.g. "x-team-id,x-gateway-user"). Reasoning is only put back into
+        requests with the same credential; besides these, the proxy counts
+        Authorization, api-key, x-api-key, x-goog-api-key, the gateways' own
+        (x-litellm-api-key, cf-aig-authorization, x-portkey-api-key,
+        helicone-auth, ...), any header whose name says auth, key, token,
+        secret, password, credential or signature, secret query parameters
+        (key=, ...), and cookies when nothing else identifies the caller.
+        """,
+    ),
+    OptionSpec(
+        "llm_anonymous_fallback",
+        "false",
+        """
+        "true" lets requests that carry no credential at all be repaired by
+        function name and arguments when their tool call id is unknown. Off
+        by default: every caller without a credential shares one scope, so
+        one caller's identical call (list_directory(".")) could receive
+        another's reasoning. Matching by tool call id is always on.
+        """,
+    ),
+    OptionSpec(
         "llm_keep_bodies",
         "auto",
         """
@@ -150,6 +175,8 @@ class Settings(BaseModel):
     log_opaque: bool
     keep_bodies: Literal["auto", "true", "false"]
     signature_placeholder: str = "auto"
+    credential_headers: frozenset[str] = frozenset()  # lower case, beyond those the proxy knows
+    anonymous_fallback: bool = False
 
     @property
     def cache_display(self) -> str:
@@ -277,6 +304,17 @@ def parse_placeholder(value: str | None) -> str:
     return value
 
 
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def parse_header_names(name: str, value: str | None) -> frozenset[str]:
+    names = [part.strip() for part in (value or "").split(",") if part.strip()]
+    bad = [part for part in names if not _HEADER_NAME.match(part)]
+    if bad:
+        raise ValueError(f"{name}: {', '.join(map(repr, bad))} is not a header name; expected names such as x-team-key")
+    return frozenset(part.lower() for part in names)
+
+
 def parse_settings(values: Mapping[str, str | None]) -> Settings:
     """Settings from raw option strings; raises ValueError naming the bad option."""
     cache = parse_cache(values.get("llm_cache"))
@@ -291,4 +329,6 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         log_opaque=parse_bool("llm_log_opaque", values.get("llm_log_opaque")),
         keep_bodies=parse_keep_bodies(values.get("llm_keep_bodies")),
         signature_placeholder=parse_placeholder(values.get("llm_signature_placeholder")),
+        credential_headers=parse_header_names("llm_credential_headers", values.get("llm_credential_headers")),
+        anonymous_fallback=parse_bool("llm_anonymous_fallback", values.get("llm_anonymous_fallback", "false")),
     )

@@ -22,6 +22,7 @@ import os
 import stat
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -259,3 +260,68 @@ def test_a_request_that_names_no_model_gets_only_what_such_requests_left(
     assert response.status_code == 400 and "reasoning_content" not in fake.last().doc["messages"][1]
     assert chat(proxy, NO_MODEL, api_key, history).status_code == 200
     assert fake.last().doc["messages"][1]["reasoning_content"]
+
+
+# --- 4. credentials in headers the proxy did not know; the fallback across tenants ---------------
+
+
+def post_chat(proxy: MitmdumpProcess, headers: dict[str, str], messages: list[dict]) -> httpx.Response:
+    body = json.dumps({"model": DEEPSEEK, "messages": messages, "tools": TOOLS}).encode()
+    return httpx.post(
+        f"{proxy.url}/v1/chat/completions",
+        content=body,
+        headers={**headers, "content-type": "application/json"},
+        timeout=60,
+    )
+
+
+def tool_turn(proxy: MitmdumpProcess, headers: dict[str, str]) -> dict:
+    """Turn 1 of a DeepSeek conversation: the assistant message with its tool call and reasoning_content."""
+    response = post_chat(proxy, headers, [QUESTION])
+    assert response.status_code == 200, response.text
+    return response.json()["choices"][0]["message"]
+
+
+def own_call(turn: dict, call_id: str) -> list[dict]:
+    """A turn-2 history whose assistant message holds the same call (name and arguments) under `call_id`: what a
+    client that rewrites ids sends, or another user whose agent made the very same call."""
+    call = {**turn["tool_calls"][0], "id": call_id}
+    return history_as_sent({"tool_calls": [call]}, drop=("reasoning_content",), content=None)
+
+
+@pytest.mark.parametrize(
+    "name", ["x-litellm-api-key", "cf-aig-authorization", "x-portkey-api-key", "helicone-auth", "cookie"]
+)
+def test_a_gateway_credential_keeps_one_tenants_reasoning_from_another(
+    fake: FakeProvider, proxy: MitmdumpProcess, name: str
+) -> None:
+    tenant = {name: f"tenant-a-{uuid.uuid4().hex}"}
+    other = {name: f"tenant-b-{uuid.uuid4().hex}"}
+    turn = tool_turn(proxy, tenant)
+    response = post_chat(proxy, other, own_call(turn, "call_b_own_listing"))
+    assert response.status_code == 400 and "Missing `reasoning_content`" in response.text
+    assert "reasoning_content" not in fake.last().doc["messages"][1]
+    # Within one tenant, the name-and-arguments fallback still finds a call whose id the client rewrote.
+    assert post_chat(proxy, tenant, own_call(turn, "call_a_rewritten")).status_code == 200
+    assert fake.last().doc["messages"][1]["reasoning_content"] == turn["reasoning_content"]
+
+
+def test_a_header_the_user_names_is_a_credential(fake: FakeProvider, confdir: Path) -> None:
+    with reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_credential_headers="X-Team-Id") as proxy:
+        turn = tool_turn(proxy, {"x-team-id": "red"})
+        assert post_chat(proxy, {"x-team-id": "blue"}, own_call(turn, "call_blue")).status_code == 400
+        assert post_chat(proxy, {"x-team-id": "red"}, own_call(turn, "call_red")).status_code == 200
+
+
+@pytest.mark.parametrize("fallback", ["false", "true"])
+def test_without_any_credential_only_ids_find_reasoning_unless_the_user_opts_in(
+    fake: FakeProvider, confdir: Path, fallback: str
+) -> None:
+    with reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_anonymous_fallback=fallback) as proxy:
+        turn = tool_turn(proxy, {})
+        # The id the provider issued is found whatever the scope: no one else can know it.
+        assert post_chat(proxy, {}, own_call(turn, turn["tool_calls"][0]["id"])).status_code == 200
+        # A call with another id and the same name and arguments may be anyone's.
+        response = post_chat(proxy, {}, own_call(turn, "call_someone_elses"))
+        assert response.status_code == (200 if fallback == "true" else 400)
+        assert ("reasoning_content" in fake.last().doc["messages"][1]) is (fallback == "true")

@@ -312,6 +312,8 @@ def test_options_are_declared_once_each():
         "llm_cache_max_entries",
         "llm_log_opaque",
         "llm_signature_placeholder",
+        "llm_credential_headers",
+        "llm_anonymous_fallback",
         "llm_keep_bodies",
     ]
     assert OPTION_NAMES == frozenset(names)
@@ -439,3 +441,18 @@ def test_log_max_size(value, expected):
 def test_log_rotation_options_refuse_bad_values(option, value):
     with pytest.raises(ValueError, match=f"^{option}: "):
         parse_settings({**DEFAULTS, "llm_cache": "memory", option: value})
+
+
+def test_credential_headers_are_header_names_in_lower_case():
+    settings = parse_settings({**DEFAULTS, "llm_credential_headers": " X-Team-Key, x-gateway-user ,"})
+    assert settings.credential_headers == frozenset({"x-team-key", "x-gateway-user"})
+    assert parse_settings(DEFAULTS).credential_headers == frozenset()
+    with pytest.raises(ValueError, match="llm_credential_headers: 'x team' is not a header name"):
+        parse_settings({**DEFAULTS, "llm_credential_headers": "x team"})
+
+
+def test_the_anonymous_fallback_is_off_unless_asked_for():
+    assert parse_settings(DEFAULTS).anonymous_fallback is False
+    assert parse_settings({**DEFAULTS, "llm_anonymous_fallback": "true"}).anonymous_fallback is True
+    with pytest.raises(ValueError, match="llm_anonymous_fallback"):
+        parse_settings({**DEFAULTS, "llm_anonymous_fallback": "maybe"})

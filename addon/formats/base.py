@@ -9,7 +9,15 @@ from typing import Any, Literal, NamedTuple, Protocol
 from urllib.parse import unquote
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, call_fingerprint
+from ..records import (
+    FINGERPRINT_PREFIX,
+    ReasoningRecord,
+    RepairAction,
+    ToolCallRef,
+    Violation,
+    call_fingerprint,
+    is_content_key,
+)
 from ..sse_parser import SSEEvent
 
 
@@ -25,6 +33,12 @@ def call_lookup_keys(model: str | None, call_id: str | None, name: str | None, a
     if name:
         keys.append(call_fingerprint(model, name, arguments))
     return keys
+
+
+def usable_keys(keys: list[str], *, by_content: bool) -> list[str]:
+    """The keys a lookup may use: without `by_content`, only ids the provider issued (no name-and-arguments
+    fingerprint, no answer-text hash), for a scope whose callers cannot be told apart."""
+    return keys if by_content else [key for key in keys if not is_content_key(key)]
 
 
 class CallHit(NamedTuple):  # a tuple: a long history makes hundreds per request
@@ -63,7 +77,7 @@ class CacheView:
                 record = self.record(key)
                 captured = record.find_call(key) if record is not None else None
                 if captured is not None:
-                    hit = CallHit(record, captured, "fingerprint" if key.startswith("fp:") else "id")
+                    hit = CallHit(record, captured, "fingerprint" if key.startswith(FINGERPRINT_PREFIX) else "id")
                     break
         if memo[2] is not None:
             self._calls[memo] = hit

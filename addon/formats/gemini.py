@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
+from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, call_lookup_keys, event_documents
 
@@ -45,7 +45,7 @@ FUNCTION_CALL_KEYS = ("functionCall", "function_call")
 FUNCTION_RESPONSE_KEYS = ("functionResponse", "function_response")
 # Record field saying which answer text part carried a text signature: "first" or "last".
 SIGNED_TEXT_PART = "signedTextPart"
-TEXT_KEY_PREFIX = "gemini-text:"
+TEXT_KEY_PREFIX = CONTENT_KEY_PREFIXES[1]  # "gemini-text:"
 METHODS = (":generateContent", ":streamGenerateContent")
 # Google's documented dummy signature; the Gemini API has taken it base64-encoded, Vertex AI as the literal text.
 PLACEHOLDER_PHRASE = "skip_thought_signature_validator"
