@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -51,31 +52,173 @@ SECRET_QUERY_PARAMS = frozenset(
 _QUERY_NAMES = "|".join(re.escape(p) for p in sorted(SECRET_QUERY_PARAMS))
 _HEADER_NAMES = "|".join(re.escape(h) for h in sorted(SECRET_HEADERS - {"cookie", "set-cookie"}))
 _TOKEN = r"[A-Za-z0-9._~+/=:;-]"
-# Order matters: "Authorization: Bearer x" must lose its token before the header rule sees it.
-_TEXT_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+# A key starts where a token starts: not inside a word, an id or a run of base64.
+_START = r"(?<![A-Za-z0-9_-])"
+
+# Credential shapes by their documented or observed prefixes, each named for the tests and the docs, with the
+# literals one of which a text must hold for the shape to be looked for at all. No shape can match a quote or
+# a backslash, so masking JSON text as text keeps it JSON.
+KEY_SHAPES: dict[str, tuple[tuple[str, ...], str]] = {
+    # OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-), Anthropic (sk-ant-), DeepSeek, OpenRouter (sk-or-v1-), ...
+    "sk": (("sk-",), r"sk-[A-Za-z0-9_-]{16,}"),
+    "stripe": (("k_live_", "k_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    "github": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{20,}"),
+    "github_pat": (("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
+    "gitlab": (("glpat-",), r"glpat-[A-Za-z0-9_-]{20,}"),
+    "google_api_key": (("AIza",), r"AIza[0-9A-Za-z_-]{30,}"),
+    "google_oauth": (("ya29.",), r"ya29\.[0-9A-Za-z_-]{20,}"),
+    "aws_access_key": (
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])",
+    ),
+    "slack": (("xox",), r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    "slack_app": (("xapp-",), r"xapp-\d-[A-Za-z0-9-]{10,}"),
+    "slack_webhook": (("hooks.slack.com",), r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
+    "huggingface": (("hf_",), r"hf_[A-Za-z0-9]{30,}"),
+    "groq": (("gsk_",), r"gsk_[A-Za-z0-9]{20,}"),
+    "xai": (("xai-",), r"xai-[A-Za-z0-9]{20,}"),
+    "replicate": (("r8_",), r"r8_[A-Za-z0-9]{20,}"),
+    "perplexity": (("pplx-",), r"pplx-[A-Za-z0-9]{20,}"),
+    "nvidia": (("nvapi-",), r"nvapi-[A-Za-z0-9_-]{20,}"),
+    "langsmith": (("lsv2_",), r"lsv2_(?:pt|sk)_[A-Za-z0-9_]{20,}"),
+    "tavily": (("tvly-",), r"tvly-[A-Za-z0-9_-]{20,}"),
+    "npm": (("npm_",), r"npm_[A-Za-z0-9]{30,}"),
+    "pypi": (("pypi-",), r"pypi-[A-Za-z0-9_-]{50,}"),
+    "sendgrid": (("SG.",), r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    "twilio": (("SK",), r"SK[0-9a-fA-F]{32}(?![0-9a-fA-F])"),
+    "jwt": (("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    # GitHub Copilot's API token: tid=…;exp=…;sku=…;proxy-ep=…;…;8kp=1:<mac>
+    "copilot": (("tid=",), r"tid=[0-9A-Fa-f]{16,};[A-Za-z0-9_.;=:+/-]*"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """A pattern tried only where one of its `anchors` occurs in the text (in lower case when `folded`), and what
+    replaces it (a template with the pattern's groups). The pattern must begin where its anchor does; unless
+    `inside_words`, a match must also begin where a token does. Most texts hold no anchor at all, and a literal
+    search costs a small part of a regex scan."""
+
+    anchors: tuple[str, ...]
+    pattern: re.Pattern[str]
+    replacement: str = REDACTED
+    folded: bool = True
+    inside_words: bool = False
+
+
+def _rule(anchors: tuple[str, ...], pattern: str, replacement: str = REDACTED, **options: bool) -> _Rule:
+    folded = options.get("folded", True)
+    return _Rule(anchors, re.compile(("(?i)" if folded else "") + pattern), replacement, **options)
+
+
+_WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+# The value after a name that says it holds a secret: OPENAI_API_KEY=…, "client_secret": "…", DB_PASSWORD=…,
+# aws_secret_access_key = …; found from the name's last word, whatever comes before it.
+_SECRET_NAME_ENDS = (
+    "api_key", "api-key", "apikey", "secret", "_token", "-token", "password", "passwd", "passphrase",
+    "access_key", "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential",
+    "credentials", "auth_key", "auth-key", "accountkey",
+)  # fmt: skip
+_VALUE = r"""[^\s"'&,;\\<>(){}\[\]]"""
+
+_RULES: tuple[_Rule, ...] = (
+    _rule(
+        ("-----begin ",),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
+        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nrt])*)",
+        inside_words=True,
+    ),
     # "Bearer abc" as it appears in headers and error texts
-    (re.compile(rf"(?i)\b(bearer)\s+{_TOKEN}{{8,}}"), rf"\1 {REDACTED}"),
+    _rule(("bearer",), rf"(bearer)\s+{_TOKEN}{{8,}}", rf"\1 {REDACTED}"),
     # "Basic abc", "token abc": only token-looking values, not the next English word
-    (re.compile(rf"(?i)\b(basic|token)\s+(?={_TOKEN}*\d){_TOKEN}{{16,}}"), rf"\1 {REDACTED}"),
+    _rule(("basic", "token"), rf"(basic|token)\s+(?={_TOKEN}*\d){_TOKEN}{{16,}}", rf"\1 {REDACTED}"),
     # key=... in URLs and query strings quoted inside free text
-    (re.compile(rf"(?i)([?&](?:{_QUERY_NAMES})=)[^&\s\"']+"), rf"\1{REDACTED}"),
+    _rule(
+        ("?", "&"),
+        rf"([?&](?:{_QUERY_NAMES})=)[^&\s\"'\\]+",
+        rf"\1{REDACTED}",
+        inside_words=True,
+    ),
     # cookie headers hold several values separated by "; ": mask up to the end of the value
-    (re.compile(r"(?i)\b(set-cookie|cookie)([\"']?\s*[:=]\s*)[^\r\n\"']+"), rf"\1\2{REDACTED}"),
+    _rule(("cookie",), r"(cookie)([\"']?\s*[:=]\s*)[^\r\n\"'\\]+", rf"\1\2{REDACTED}"),
     # other header lines quoted inside free text: "x-api-key: abc", "x-api-key":"abc", 'api-key': 'abc'
-    (re.compile(rf"(?i)\b({_HEADER_NAMES})([\"']?\s*[:=]\s*[\"']?)[^\s\"',}}]+"), rf"\1\2{REDACTED}"),
-    # well-known key shapes: OpenAI/Anthropic sk-..., GitHub tokens, Google API keys
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), REDACTED),
-    (re.compile(r"\bgh[opsur]_[A-Za-z0-9]{20,}"), REDACTED),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), REDACTED),
+    _rule(
+        tuple(SECRET_HEADERS - {"cookie", "set-cookie"}),
+        rf"({_HEADER_NAMES})([\"']?\s*[:=]\s*[\"']?)[^\s\"',}}\\]+",
+        rf"\1\2{REDACTED}",
+    ),
+    # a value after a name that says it holds a secret (the name may go on before the anchor: OPENAI_API_KEY)
+    _rule(
+        _SECRET_NAME_ENDS,
+        rf"([a-z_-]*?(?:[_-]?(?:id|key))?[\"']?\s*[:=]\s*[\"']?){_VALUE}{{4,}}",
+        rf"\1{REDACTED}",
+        inside_words=True,
+    ),
+    *(_rule(anchors, shape, folded=False) for anchors, shape in KEY_SHAPES.values()),
 )
+# Anchors that all begin with one letter (ghp_, gho_, ...; AKIA, ASIA, ...) are found faster by one regex.
+_FINDERS = {
+    rule.anchors: re.compile("|".join(map(re.escape, rule.anchors)))
+    for rule in _RULES
+    if len(rule.anchors) > 1 and len({anchor[0] for anchor in rule.anchors}) == 1
+}
+# user:password@ in URLs: anchored on "://", the scheme before it
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")
 _QUERY_SECRET = re.compile(rf"(?i)(^|[&;])((?:{_QUERY_NAMES})=)[^&;]*")
 
 
+def _anchor_positions(rule: _Rule, haystack: str) -> Iterator[int]:
+    finder = _FINDERS.get(rule.anchors)
+    if finder is not None:
+        yield from (match.start() for match in finder.finditer(haystack))
+        return
+    for anchor in rule.anchors:
+        at = haystack.find(anchor)
+        while at >= 0:
+            yield at
+            at = haystack.find(anchor, at + 1)
+
+
+def _matches(rule: _Rule, text: str, haystack: str) -> list[tuple[int, int, str]]:
+    found = []
+    for at in _anchor_positions(rule, haystack):
+        if rule.inside_words or at == 0 or text[at - 1] not in _WORD:
+            match = rule.pattern.match(text, at)
+            if match:
+                found.append((match.start(), match.end(), match.expand(rule.replacement)))
+    return found
+
+
 def redact_text(text: str) -> str:
-    """Free text (an error message, an exception) with credential-looking values masked."""
-    for pattern, replacement in _TEXT_RULES:
-        text = pattern.sub(replacement, text)
+    """Any text (a prompt, a reasoning text, an error message, a log line) with credential-looking values
+    masked: every shape in `KEY_SHAPES`, PEM private keys, `NAME_API_KEY=value` and its kin, bearer and basic
+    credentials, secret query parameters, cookies and credential headers quoted in the text, and passwords in
+    URLs. JSON text stays JSON: no rule matches across a quote or a backslash."""
+    if "://" in text and "@" in text:
+        text = _USERINFO.sub(rf"\1{REDACTED}@", text)
+    lowered: str | None = None
+    # Rule by rule, in order: "Authorization: Bearer x" loses its token before the header rule masks "Bearer".
+    for rule in _RULES:
+        if rule.folded:
+            lowered = text.lower() if lowered is None else lowered
+        spans = _matches(rule, text, lowered if rule.folded else text)  # type: ignore[arg-type]
+        if spans:
+            text, lowered = _replace(text, spans), None
     return text
+
+
+def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
+    out, last = [], 0
+    for start, stop, replacement in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if start >= last:  # overlapping finds of one rule: the first, longest one wins
+            out += [text[last:start], replacement]
+            last = stop
+    return "".join(out) + text[last:]
+
+
+def holds_secret(text: str) -> bool:
+    return redact_text(text) != text
 
 
 def redact_url(url: str) -> str:
