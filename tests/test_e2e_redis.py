@@ -13,6 +13,7 @@ import pytest
 from llm_reasoning_proxy.cache import redis_store
 
 from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.redis_server import RedisServer
@@ -56,6 +57,13 @@ def test_turn_two_through_another_proxy_is_repaired_from_the_shared_redis(
         redis_proxy(fake, confdir, url, tmp_path / "second.jsonl") as second,
     ):
         messages = turn_two(fake, first.url, api_key)
+        # The first proxy commits turn 1 just after its client has the last byte; the second proxy knows nothing
+        # of that moment, so turn 2 goes to it once the first has logged the capture (logged once committed).
+        call_id = messages[1]["tool_calls"][0]["id"]
+        captured = LogTail(tmp_path / "first.jsonl", whole=True).wait_for(
+            "captured", where=lambda e: call_id in [c["id"] for c in e["tool_calls"]]
+        )
+        assert captured and captured[0]["stored"] is True
         assert second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == ANSWER
         sent = fake.last().doc["messages"][1]
         assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
