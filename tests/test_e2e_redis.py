@@ -85,23 +85,27 @@ def test_redis_outage_forwards_unchanged_and_recovers(
         own_redis.stop()
         body = json.dumps({"model": GEMINI, "messages": messages, "tools": TOOLS}).encode()
         headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
-        started = time.monotonic()
-        for _ in range(3):  # the provider's own 400 comes back; the proxy neither fails nor waits on Redis
+        # The provider's own 400 comes back; the proxy neither fails nor hangs on Redis (the client's 30 s
+        # timeout is the only hang guard: how fast a round trip is depends on the machine, not on the proxy).
+        for _ in range(3):
             answer = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers=headers, timeout=30)
             assert answer.status_code == 400 and "invalid request body" in answer.text  # content: [] as sent
             assert fake.last().body == body  # forwarded byte for byte
-        assert time.monotonic() - started < 5
         assert httpx.post(f"{proxy.url}/v1/telemetry", content=b"{}", timeout=30).status_code < 500
-        skipped = [e["reason"] for e in events(log, "skipped")]
+        skipped = [e["reason"] for e in events(log, "skipped")]  # written in the request hook: all there
         assert skipped and all("reasoning cache unavailable" in reason for reason in skipped)
+        # A stopped Redis refuses the connection, which fails at once: no request waited out a timeout on it.
+        assert not any("timeout" in reason.lower() or "timed out" in reason.lower() for reason in skipped), skipped
         assert not events(log, "failure")
-        assert proxy.output.count("is unavailable (") == 1  # the outage warning, once; each flow says it at info
+        proxy.wait_for_line("is unavailable (")  # the outage warning; each flow says it at info
 
         own_redis.start()  # empty: it kept nothing
         time.sleep(redis_store.LONGEST_PAUSE + 0.5)  # whatever pause the outage reached has ended
         messages = turn_two(fake, proxy.url, api_key)
         assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False) == ANSWER
-        assert "is back" in proxy.output
+        proxy.wait_for_line("is back")
+    # Stopped: the output is complete. One outage, said once.
+    assert proxy.output.count("is unavailable (") == 1 and proxy.output.count("is back") == 1, proxy.output
     assert events(log, "repaired")
 
 
