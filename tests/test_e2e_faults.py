@@ -334,16 +334,17 @@ def test_50_mb_bodies_pass_intact_without_ballooning(
                 assert response.status_code == 200
                 assert fake.requests[-1].body == big_request  # needed no repair: byte for byte
 
-            def receive(stream: bool, process: MitmdumpProcess = process, log: Log = log) -> None:
-                captured = len(log.events("captured"))
+            def receive(stream: bool, process: MitmdumpProcess = process, log: LogTail = log) -> None:
                 headers = headers_for(api_key, pad=str(50 * MB))
                 with httpx.Client(timeout=120) as http:
                     response, raw = fetch_raw(process.url, chat_body(stream=stream), headers, http=http)
                 assert response.status_code == 200 and len(raw) > 50 * MB
                 assert hashlib.sha256(raw).digest() == hashlib.sha256(fake.requests[-1].wire).digest()
                 if process is addon:  # captured: read whole, parsed, stored (after the client had it all)
-                    events = log.wait(lambda e: len(of_kind(e, "captured")) > captured, timeout=60)
-                    assert of_kind(events, "captured")[-1]["complete"] is True
+                    first = raw.split(b"\n\n", 1)[0].removeprefix(b"data: ") if stream else raw
+                    response_id = json.loads(first)["id"]
+                    (captured,) = log.wait_for("captured", where=lambda e: e["response_id"] == response_id)
+                    assert captured["complete"] is True
 
             growth[name, "request"] = rss_growth(process.pid, send_request)
             growth[name, "json"] = rss_growth(process.pid, lambda: receive(False))
