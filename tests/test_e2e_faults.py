@@ -99,7 +99,7 @@ def ours(fake: FakeProvider, since: int) -> Recorded:
     return recorded
 
 
-def assert_no_addon_failure(log: Log, proxy: MitmdumpProcess, first_line: int) -> None:
+def assert_no_addon_failure(log: LogTail, proxy: MitmdumpProcess, first_line: int) -> None:
     assert of_kind(log.events(), "failure") == []
     new_output = "\n".join(proxy.lines[first_line:])
     assert "Traceback" not in new_output and "failed on flow" not in new_output, new_output
