@@ -16,9 +16,10 @@ import json
 import os
 import resource
 import signal
+import socket
 import sqlite3
 import threading
-import time
+import uuid
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -107,8 +108,10 @@ def assert_no_addon_failure(log: LogTail, proxy: MitmdumpProcess, first_line: in
 
 def still_serving(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
     """A whole streamed turn 1 and a repaired turn 2 through the proxy."""
-    response, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key))
-    assert response.status_code == 200 and raw == bytes(fake.requests[-1].wire)
+    marker = uuid.uuid4().hex  # finds this turn 1 among whatever else the fake got meanwhile
+    response, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key) | {"x-test-turn": marker})
+    (sent,) = fake.find("x-test-turn", marker)
+    assert response.status_code == 200 and raw == bytes(sent.wire)
     assert second_turn(client(proxy.url, api_key), GEMINI, turn_two(tool_calls_in(raw)[0]), stream=False) == ANSWER
 
 
@@ -256,25 +259,30 @@ def test_upstream_that_never_answers_costs_only_its_own_request(
 ) -> None:
     """mitmproxy 11 has no upstream read timeout of its own: a client's timeout is what ends such a request."""
     log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
-    with ThreadPoolExecutor(1) as pool:
-        hung = pool.submit(
-            httpx.post,
-            f"{proxy.url}{CHAT}",
-            content=chat_body(stream=True),
-            headers=headers_for(api_key, delay="8"),
-            timeout=3.5,
-        )
-        time.sleep(0.2)  # let it reach the fake
+    hold = f"never-{uuid.uuid4().hex}"  # the fake answers this request only once the test releases it
+    body = chat_body(stream=True)
+    head = (
+        f"POST {CHAT} HTTP/1.1\r\nhost: 127.0.0.1:{proxy.port}\r\ncontent-type: application/json\r\n"
+        f"authorization: Bearer {api_key}\r\nx-fake-hold: {hold}\r\ncontent-length: {len(body)}\r\n\r\n"
+    )
+    # A plain socket, so that the client's read timeout starts when the test says, not when the request is sent.
+    hung = socket.create_connection(("127.0.0.1", proxy.port), timeout=60)
+    try:
+        hung.sendall(head.encode() + body)
+        fake.wait_for_request("x-fake-hold", hold)  # it reached the fake, which answers nothing
         # Meanwhile other conversations go on through the same proxy.
         still_serving(fake, proxy, api_key)
-        assert not hung.done()
-        with pytest.raises(httpx.ReadTimeout):
-            hung.result()
-    deadline = time.monotonic() + 10
-    while "Client disconnected." not in "\n".join(proxy.lines[first_line:]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert "Client disconnected." in "\n".join(proxy.lines[first_line:])
-    still_serving(fake, proxy, api_key)
+        # The hung client's read timeout: nothing came back to it all this time, neither an answer nor an error
+        # nor a hang-up (the proxy gave up on nothing), so the timeout fires and the client closes the connection.
+        hung.settimeout(1.0)
+        with pytest.raises(TimeoutError):
+            hung.recv(1)
+        hung.close()
+        proxy.wait_for_line("Client disconnected.", since=first_line)
+        still_serving(fake, proxy, api_key)
+    finally:
+        hung.close()
+        fake.release(hold)
     assert_no_addon_failure(log, proxy, first_line)
 
 
