@@ -86,10 +86,11 @@ def test_requests_needing_no_repair_arrive_byte_identical(
 
 def test_malformed_json_is_logged_and_forwarded(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
     body = b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c1"'
+    first_line = len(proxy.lines)
     response = post(proxy.url, "/v1/chat/completions", body, content_type="application/json")
     assert response.status_code == 400  # the provider's own answer, passed through
     assert fake.requests[-1].body == body
-    proxy.wait_for_line("request body is not valid JSON; forwarded unchanged")
+    proxy.wait_for_line("request body is not valid JSON; forwarded unchanged", since=first_line)
 
 
 def test_gzip_request_needing_no_repair_is_untouched(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
