@@ -558,25 +558,47 @@ def test_redis_count_bound_drops_keys_for_every_process(redis_server):
     reader.close()
 
 
-def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog):
-    """Down: every call raises StoreUnavailable at once (logged once); back: the next call after the pause works."""
+def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog, monkeypatch):
+    """Down: every call raises StoreUnavailable, and during the pause without touching Redis (logged once);
+    back: the first call after the pause works."""
+    from types import SimpleNamespace
+
     from llm_reasoning_proxy.cache import StoreUnavailable, redis_store
 
+    # The store times its pause with the module's time.monotonic: a clock the test moves, not the machine's speed.
+    now = [1000.0]
+    monkeypatch.setattr(redis_store, "time", SimpleNamespace(monotonic=lambda: now[0], time=time.time))
     server = RedisServer(tmp_path).start()
     store = RedisStore(server.url(), LIMITS)
+    attempts = []  # every command the store sends takes a connection from the pool first
+    pool = store._redis.connection_pool
+    get_connection = pool.get_connection
+
+    def counted(*args, **kwargs):
+        attempts.append(args)
+        return get_connection(*args, **kwargs)
+
+    monkeypatch.setattr(pool, "get_connection", counted)
     store.put(SCOPE, ["before"], make_record(1))
+    assert attempts
     server.stop()
     caplog.set_level("WARNING", logger="llm_reasoning_proxy.cache.redis_store")
+    attempts.clear()
     with pytest.raises(StoreUnavailable, match="unavailable"):
         store.get_many(SCOPE, ["before"])
-    started = time.monotonic()
+    assert attempts  # this one tried, and failed at once: a refused connection
+    attempts.clear()
     for _ in range(50):  # paused: no connection attempt at all
         with pytest.raises(StoreUnavailable):
             store.put(SCOPE, ["during"], make_record(2))
-    assert time.monotonic() - started < 0.2
     server.start()
-    time.sleep(redis_store.FIRST_PAUSE + 0.1)
+    now[0] += redis_store.FIRST_PAUSE / 2
+    with pytest.raises(StoreUnavailable):  # back, but the pause is not over: still not tried
+        store.get_many(SCOPE, ["before"])
+    assert attempts == []
+    now[0] += redis_store.FIRST_PAUSE / 2
     assert store.get_many(SCOPE, ["before"]) == {}  # a restarted Redis without persistence has forgotten
+    assert attempts
     store.put(SCOPE, ["after"], make_record(3))
     assert store.get_many(SCOPE, ["after"]) == {"after": make_record(3)}
     messages = [record.getMessage() for record in caplog.records]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
 
@@ -121,23 +121,15 @@ def error_message(response: httpx.Response) -> str:
     return doc["error"]["message"]
 
 
-def events(proxy_state: Path, kind: str, tool_call_id: str, timeout: float = 5.0) -> list[dict]:
-    """The proxy's log events of a kind that concern one tool call (the log is written as flows end)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = []
-        for line in (proxy_state / "events.jsonl").read_text().splitlines():
-            event = json.loads(line)
-            if event.get("kind") != kind or event.get("wire_format") != "anthropic_messages":
-                continue
-            ids = [c["id"] for c in event.get("tool_calls", [])] + [
-                a.get("tool_call_id") for a in event.get("actions", [])
-            ]
-            if tool_call_id in ids:
-                found.append(event)
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
+def events(proxy_state: Path, kind: str, tool_call_id: str) -> list[dict]:
+    """The proxy's log events of a kind that concern one tool call, once there is one (the log is written as flows
+    end; LogTail waits up to 60 s)."""
+
+    def concerns(event: dict) -> bool:
+        ids = [c["id"] for c in event.get("tool_calls", [])] + [a.get("tool_call_id") for a in event.get("actions", [])]
+        return event.get("wire_format") == "anthropic_messages" and tool_call_id in ids
+
+    return LogTail(proxy_state / "events.jsonl", whole=True).wait_for(kind, where=concerns)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])

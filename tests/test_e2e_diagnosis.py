@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import httpx
@@ -17,16 +16,6 @@ from tests.test_e2e_gemini import QUESTION, GeminiClient, dropped, results_for, 
 
 pytestmark = pytest.mark.e2e
 GEMINI = "gemini-3-pro-preview"
-
-
-def wait_for(proxy: MitmdumpProcess, text: str) -> str:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        line = next((line for line in proxy.lines if text in line), None)
-        if line is not None:
-            return line
-        time.sleep(0.05)
-    raise AssertionError(f"{text!r} not in the proxy's output:\n{proxy.output}")
 
 
 def test_a_400_the_proxy_could_not_prevent_is_explained(
@@ -44,7 +33,7 @@ def test_a_400_the_proxy_could_not_prevent_is_explained(
     assert event["location"] == "messages[1]" and event["tool_call_ids"] == [call_id]
     assert event["cache_had"] is False and event["repaired"] is False
     assert "never saw the answer that produced this tool call" in event["advice"]
-    line = wait_for(proxy, f"(tool call {call_id})")
+    line = proxy.wait_for_line(f"(tool call {call_id})")
     assert "llm 400 from" in line and "at messages[1]" in line
 
 
@@ -52,8 +41,9 @@ def test_an_unknown_error_is_logged_with_its_text_not_guessed(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path
 ) -> None:
     body = b'{"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}'  # cut short: the fake says so
+    first_line = len(proxy.lines)
     httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers={"content-type": "application/json"})
-    line = wait_for(proxy, "not a known reasoning error")
+    line = proxy.wait_for_line("not a known reasoning error", since=first_line)
     assert "We could not parse the JSON body of your request." in line
     events = [json.loads(x) for x in (proxy_state / "events.jsonl").read_text().splitlines()]
     unknown = [e for e in events if e["kind"] == "diagnosed" and e["rule"] == "unknown"]
@@ -76,7 +66,7 @@ def test_a_refused_signature_is_dropped_from_the_cache(
 
         refused = gemini.post(path, history)  # the proxy puts the (now bad) signature back
         assert refused.status_code == 400 and "Thought signature is not valid." in refused.text
-        wait_for(proxy, "llm dropped 1 cache entry the provider refused")
+        proxy.wait_for_line("llm dropped 1 cache entry the provider refused")
 
         retried = gemini.post(path, history)  # nothing cached any more: the placeholder lets it through
         assert retried.status_code == 200, retried.text

@@ -16,9 +16,10 @@ import json
 import os
 import resource
 import signal
+import socket
 import sqlite3
 import threading
-import time
+import uuid
 import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -99,7 +100,7 @@ def ours(fake: FakeProvider, since: int) -> Recorded:
     return recorded
 
 
-def assert_no_addon_failure(log: Log, proxy: MitmdumpProcess, first_line: int) -> None:
+def assert_no_addon_failure(log: LogTail, proxy: MitmdumpProcess, first_line: int) -> None:
     assert of_kind(log.events(), "failure") == []
     new_output = "\n".join(proxy.lines[first_line:])
     assert "Traceback" not in new_output and "failed on flow" not in new_output, new_output
@@ -107,8 +108,10 @@ def assert_no_addon_failure(log: Log, proxy: MitmdumpProcess, first_line: int) -
 
 def still_serving(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
     """A whole streamed turn 1 and a repaired turn 2 through the proxy."""
-    response, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key))
-    assert response.status_code == 200 and raw == bytes(fake.requests[-1].wire)
+    marker = uuid.uuid4().hex  # finds this turn 1 among whatever else the fake got meanwhile
+    response, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key) | {"x-test-turn": marker})
+    (sent,) = fake.find("x-test-turn", marker)
+    assert response.status_code == 200 and raw == bytes(sent.wire)
     assert second_turn(client(proxy.url, api_key), GEMINI, turn_two(tool_calls_in(raw)[0]), stream=False) == ANSWER
 
 
@@ -187,7 +190,7 @@ def test_upstream_cut_mid_stream(
         assert skipped["reason"].endswith("; nothing cached")
         assert of_kind(events, "captured") == []
         still_serving(fake, proxy, api_key)
-    assert "peer closed connection without sending complete message body" in "\n".join(proxy.lines[first_line:])
+    proxy.wait_for_line("peer closed connection without sending complete message body", since=first_line)
     assert_no_addon_failure(log, proxy, first_line)
 
 
@@ -209,7 +212,7 @@ def test_client_gone_mid_stream(
             if b'"tool_calls"' in received if hang_up == "after-tool-call" else b"\n\n" in received:
                 break
     events = log.wait(lambda e: of_kind(e, "captured") or of_kind(e, "skipped"))
-    assert "Client disconnected." in "\n".join(proxy.lines[first_line:])
+    proxy.wait_for_line("Client disconnected.", since=first_line)  # mitmdump prints it after the addon's hooks
     if hang_up == "after-tool-call":
         (call,) = tool_calls_in(received)
         (captured,) = of_kind(events, "captured")
@@ -256,25 +259,30 @@ def test_upstream_that_never_answers_costs_only_its_own_request(
 ) -> None:
     """mitmproxy 11 has no upstream read timeout of its own: a client's timeout is what ends such a request."""
     log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
-    with ThreadPoolExecutor(1) as pool:
-        hung = pool.submit(
-            httpx.post,
-            f"{proxy.url}{CHAT}",
-            content=chat_body(stream=True),
-            headers=headers_for(api_key, delay="8"),
-            timeout=3.5,
-        )
-        time.sleep(0.2)  # let it reach the fake
+    hold = f"never-{uuid.uuid4().hex}"  # the fake answers this request only once the test releases it
+    body = chat_body(stream=True)
+    head = (
+        f"POST {CHAT} HTTP/1.1\r\nhost: 127.0.0.1:{proxy.port}\r\ncontent-type: application/json\r\n"
+        f"authorization: Bearer {api_key}\r\nx-fake-hold: {hold}\r\ncontent-length: {len(body)}\r\n\r\n"
+    )
+    # A plain socket, so that the client's read timeout starts when the test says, not when the request is sent.
+    hung = socket.create_connection(("127.0.0.1", proxy.port), timeout=60)
+    try:
+        hung.sendall(head.encode() + body)
+        fake.wait_for_request("x-fake-hold", hold)  # it reached the fake, which answers nothing
         # Meanwhile other conversations go on through the same proxy.
         still_serving(fake, proxy, api_key)
-        assert not hung.done()
-        with pytest.raises(httpx.ReadTimeout):
-            hung.result()
-    deadline = time.monotonic() + 10
-    while "Client disconnected." not in "\n".join(proxy.lines[first_line:]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert "Client disconnected." in "\n".join(proxy.lines[first_line:])
-    still_serving(fake, proxy, api_key)
+        # The hung client's read timeout: nothing came back to it all this time, neither an answer nor an error
+        # nor a hang-up (the proxy gave up on nothing), so the timeout fires and the client closes the connection.
+        hung.settimeout(1.0)
+        with pytest.raises(TimeoutError):
+            hung.recv(1)
+        hung.close()
+        proxy.wait_for_line("Client disconnected.", since=first_line)
+        still_serving(fake, proxy, api_key)
+    finally:
+        hung.close()
+        fake.release(hold)
     assert_no_addon_failure(log, proxy, first_line)
 
 
@@ -334,16 +342,17 @@ def test_50_mb_bodies_pass_intact_without_ballooning(
                 assert response.status_code == 200
                 assert fake.requests[-1].body == big_request  # needed no repair: byte for byte
 
-            def receive(stream: bool, process: MitmdumpProcess = process, log: Log = log) -> None:
-                captured = len(log.events("captured"))
+            def receive(stream: bool, process: MitmdumpProcess = process, log: LogTail = log) -> None:
                 headers = headers_for(api_key, pad=str(50 * MB))
                 with httpx.Client(timeout=120) as http:
                     response, raw = fetch_raw(process.url, chat_body(stream=stream), headers, http=http)
                 assert response.status_code == 200 and len(raw) > 50 * MB
                 assert hashlib.sha256(raw).digest() == hashlib.sha256(fake.requests[-1].wire).digest()
                 if process is addon:  # captured: read whole, parsed, stored (after the client had it all)
-                    events = log.wait(lambda e: len(of_kind(e, "captured")) > captured, timeout=60)
-                    assert of_kind(events, "captured")[-1]["complete"] is True
+                    first = raw.split(b"\n\n", 1)[0].removeprefix(b"data: ") if stream else raw
+                    response_id = json.loads(first)["id"]
+                    (captured,) = log.wait_for("captured", where=lambda e: e["response_id"] == response_id)
+                    assert captured["complete"] is True
 
             growth[name, "request"] = rss_growth(process.pid, send_request)
             growth[name, "json"] = rss_growth(process.pid, lambda: receive(False))
@@ -517,15 +526,18 @@ def test_sigkill_during_concurrent_writes_loses_nothing_committed(
     try:
         for worker in workers:
             worker.start()
-        log.wait(lambda e: len(of_kind(e, "captured")) >= 60, timeout=30)
+        log.wait_for("captured", count=60)
         with lock:  # nothing finishes between the snapshot and the kill
             finished_before_kill = list(finished)
             os.kill(proxy.pid, signal.SIGKILL)
         proxy.wait_exit()
-    finally:
-        stop.set()
+        # Every worker's conversation in flight, or its next one, fails now: each ends by itself, interrupted.
         for worker in workers:
-            worker.join(30)
+            worker.join(60)
+    finally:
+        stop.set()  # only if the test failed before the kill
+        for worker in workers:
+            worker.join(60)
         http.close()
         proxy.kill()
     assert len(finished_before_kill) >= 40

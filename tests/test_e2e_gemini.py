@@ -5,13 +5,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 import uuid
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
@@ -146,15 +146,9 @@ def last_request(fake: FakeProvider, api_key: str) -> Recorded:
     )
 
 
-def events_for(log: Path, model: str, kind: str, timeout: float = 5.0) -> list[dict]:
-    """The event log's lines of one kind for requests to `model`, waiting a little for them to be written."""
-    deadline = time.monotonic() + timeout
-    while True:
-        lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        found = [e for e in lines if e["kind"] == kind and f"/models/{model}:" in e.get("url", "")]
-        if found or time.monotonic() > deadline:
-            return found
-        time.sleep(0.05)
+def events_for(log: Path, model: str, kind: str) -> list[dict]:
+    """The event log's lines of one kind for requests to `model`, once there is one (LogTail waits up to 60 s)."""
+    return LogTail(log, whole=True).wait_for(kind, where=lambda e: f"/models/{model}:" in e.get("url", ""))
 
 
 def digest(value: str) -> str:

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -86,13 +87,11 @@ def test_requests_needing_no_repair_arrive_byte_identical(
 
 def test_malformed_json_is_logged_and_forwarded(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
     body = b'{"messages": [{"role": "assistant", "tool_calls": [{"id": "c1"'
+    first_line = len(proxy.lines)
     response = post(proxy.url, "/v1/chat/completions", body, content_type="application/json")
     assert response.status_code == 400  # the provider's own answer, passed through
     assert fake.requests[-1].body == body
-    deadline = time.monotonic() + 5
-    while "request body is not valid JSON" not in proxy.output and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert "request body is not valid JSON; forwarded unchanged" in proxy.output
+    proxy.wait_for_line("request body is not valid JSON; forwarded unchanged", since=first_line)
 
 
 def test_gzip_request_needing_no_repair_is_untouched(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
@@ -125,20 +124,29 @@ def test_gzip_request_is_repaired_and_stays_gzip(fake: FakeProvider, proxy: Mitm
 
 def test_first_event_of_a_slow_stream_arrives_long_before_its_end(fake: FakeProvider, proxy: MitmdumpProcess) -> None:
     body = json.dumps({"model": GEMINI, "messages": [QUESTION], "tools": TOOLS, "stream": True}).encode()
-    started = time.monotonic()
-    first = None
-    with httpx.stream(
-        "POST",
-        f"{proxy.url}/v1/chat/completions",
-        content=body,
-        timeout=30,
-        headers={"x-fake-event-delay": "0.1", "x-fake-events": "12"},
-    ) as response:
-        for _ in response.iter_raw():
-            first = first or time.monotonic() - started
-    total = time.monotonic() - started
-    assert total > 1.2
-    assert first is not None and first < 0.5, f"first bytes after {first:.2f}s of {total:.2f}s"
+    hold = f"slow-{uuid.uuid4().hex}"  # the fake stops after its first event until the test releases it
+    sent_when_first_arrived = None
+    received = b""
+    try:
+        with httpx.stream(
+            "POST",
+            f"{proxy.url}/v1/chat/completions",
+            content=body,
+            timeout=180,  # past the fake's own limit on a hold: a proxy that buffered fails the assertion below
+            headers={"x-fake-events": "12", "x-fake-hold": hold, "x-fake-hold-after": "1"},
+        ) as response:
+            for piece in response.iter_raw():
+                if sent_when_first_arrived is None:
+                    sent_when_first_arrived = bytes(fake.wait_for_request("x-fake-hold", hold).sent)
+                    fake.release(hold)
+                received += piece
+    finally:
+        fake.release(hold)
+    recorded = fake.wait_for_request("x-fake-hold", hold)
+    assert sent_when_first_arrived is not None
+    # The client had the first bytes while the rest of the stream was still to come: not buffered to its end.
+    assert b"[DONE]" not in sent_when_first_arrived and sent_when_first_arrived.count(b"data: ") == 1
+    assert received == bytes(recorded.wire) and b"data: [DONE]" in recorded.sent  # then the whole stream
 
 
 @pytest.mark.parametrize("encoding", [None, "gzip", "br", "zstd", "deflate"])

@@ -13,6 +13,7 @@ import pytest
 from llm_reasoning_proxy.cache import redis_store
 
 from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.redis_server import RedisServer
@@ -56,6 +57,13 @@ def test_turn_two_through_another_proxy_is_repaired_from_the_shared_redis(
         redis_proxy(fake, confdir, url, tmp_path / "second.jsonl") as second,
     ):
         messages = turn_two(fake, first.url, api_key)
+        # The first proxy commits turn 1 just after its client has the last byte; the second proxy knows nothing
+        # of that moment, so turn 2 goes to it once the first has logged the capture (logged once committed).
+        call_id = messages[1]["tool_calls"][0]["id"]
+        captured = LogTail(tmp_path / "first.jsonl", whole=True).wait_for(
+            "captured", where=lambda e: call_id in [c["id"] for c in e["tool_calls"]]
+        )
+        assert captured and captured[0]["stored"] is True
         assert second_turn(client(second.url, api_key), GEMINI, messages, stream=True) == ANSWER
         sent = fake.last().doc["messages"][1]
         assert sent["reasoning_opaque"] == fake.issued[sent["tool_calls"][0]["id"]]["reasoning_opaque"]
@@ -77,23 +85,27 @@ def test_redis_outage_forwards_unchanged_and_recovers(
         own_redis.stop()
         body = json.dumps({"model": GEMINI, "messages": messages, "tools": TOOLS}).encode()
         headers = {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
-        started = time.monotonic()
-        for _ in range(3):  # the provider's own 400 comes back; the proxy neither fails nor waits on Redis
+        # The provider's own 400 comes back; the proxy neither fails nor hangs on Redis (the client's 30 s
+        # timeout is the only hang guard: how fast a round trip is depends on the machine, not on the proxy).
+        for _ in range(3):
             answer = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, headers=headers, timeout=30)
             assert answer.status_code == 400 and "invalid request body" in answer.text  # content: [] as sent
             assert fake.last().body == body  # forwarded byte for byte
-        assert time.monotonic() - started < 5
         assert httpx.post(f"{proxy.url}/v1/telemetry", content=b"{}", timeout=30).status_code < 500
-        skipped = [e["reason"] for e in events(log, "skipped")]
+        skipped = [e["reason"] for e in events(log, "skipped")]  # written in the request hook: all there
         assert skipped and all("reasoning cache unavailable" in reason for reason in skipped)
+        # A stopped Redis refuses the connection, which fails at once: no request waited out a timeout on it.
+        assert not any("timeout" in reason.lower() or "timed out" in reason.lower() for reason in skipped), skipped
         assert not events(log, "failure")
-        assert proxy.output.count("is unavailable (") == 1  # the outage warning, once; each flow says it at info
+        proxy.wait_for_line("is unavailable (")  # the outage warning; each flow says it at info
 
         own_redis.start()  # empty: it kept nothing
         time.sleep(redis_store.LONGEST_PAUSE + 0.5)  # whatever pause the outage reached has ended
         messages = turn_two(fake, proxy.url, api_key)
         assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=False) == ANSWER
-        assert "is back" in proxy.output
+        proxy.wait_for_line("is back")
+    # Stopped: the output is complete. One outage, said once.
+    assert proxy.output.count("is unavailable (") == 1 and proxy.output.count("is back") == 1, proxy.output
     assert events(log, "repaired")
 
 

@@ -24,7 +24,6 @@ import sqlite3
 import stat
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
@@ -37,6 +36,7 @@ import openai
 import pytest
 
 from tests.e2e_helpers import QUESTION, TOOLS, first_turn, history_as_sent
+from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess
 
@@ -362,14 +362,9 @@ def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
     return {path.name: (stat.S_IMODE(path.stat().st_mode), path.read_bytes()) for path in directory.iterdir()}
 
 
-def wait_for_events(log: Path, wanted: dict[str, int], timeout: float = 10.0) -> None:
-    """Until the log holds at least so many events of each kind (or the time is up)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()] if log.exists() else []
-        if all(kinds.count(kind) >= count for kind, count in wanted.items()):
-            return
-        time.sleep(0.05)
+def wait_for_events(log: Path, wanted: dict[str, int]) -> None:
+    """Until the log holds at least so many events of each kind (or LogTail's 60 s are up)."""
+    LogTail(log, whole=True).wait(lambda events: all(len(of_kind(events, k)) >= n for k, n in wanted.items()))
 
 
 def sse_parts(text: str) -> list[dict[str, Any]]:

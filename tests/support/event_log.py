@@ -44,9 +44,20 @@ class LogTail:
                 return events
             time.sleep(0.02)
 
-    def wait_for(self, kind: str, count: int = 1, timeout: float = WAIT_SECONDS) -> list[dict[str, Any]]:
-        """The events of one kind, once there are at least `count` of them."""
-        return of_kind(self.wait(lambda e: len(of_kind(e, kind)) >= count, timeout), kind)
+    def wait_for(
+        self,
+        kind: str,
+        count: int = 1,
+        timeout: float = WAIT_SECONDS,
+        *,
+        where: Callable[[dict[str, Any]], Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """The events of one kind (and for which `where` holds, if given), once there are at least `count` of them."""
+
+        def matching(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [e for e in of_kind(events, kind) if where is None or where(e)]
+
+        return matching(self.wait(lambda e: len(matching(e)) >= count, timeout))
 
 
 def of_kind(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -51,6 +51,8 @@ class Options:
     drop: bool = False  # close the connection without answering (after `delay`)
     pad: int = 0  # about this many bytes of answer text: a field of a JSON answer, events early in a stream
     corrupt: str | None = None  # "truncate" or "non-utf8": spoil a JSON answer, or the data of every stream event
+    hold: str | None = None  # a name: wait until the test calls `FakeProvider.release(name)` (at most HOLD_SECONDS)
+    hold_after: int | None = None  # streams: hold after this many events instead of before answering
 
     @classmethod
     def from_headers(cls, headers: dict[str, str]) -> Options:
@@ -71,6 +73,8 @@ class Options:
             drop=get("drop", lambda v: v.lower() in ("1", "true", "yes"), False),
             pad=get("pad", int, 0),
             corrupt=get("corrupt", str, None),
+            hold=get("hold", str, None),
+            hold_after=get("hold-after", int, None),
         )
 
 
@@ -106,6 +110,7 @@ SERVER_ERROR = {
     }
 }
 PAD_PIECE = 16 * 1024  # answer text per filler event of a padded stream
+HOLD_SECONDS = 120.0  # a held request goes on by itself after this long: a failing test must not hang the fake
 
 
 def _filler(size: int) -> str:
@@ -211,6 +216,7 @@ class FakeProvider:
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
         self._lock = threading.Lock()
+        self._holds: dict[str, threading.Event] = {}
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -243,6 +249,33 @@ class FakeProvider:
         with self._lock:
             self.requests.append(recorded)
 
+    def _hold_event(self, name: str) -> threading.Event:
+        with self._lock:
+            return self._holds.setdefault(name, threading.Event())
+
+    def hold(self, name: str) -> None:
+        """Where a request with `x-fake-hold: NAME` waits, until `release(NAME)` (or HOLD_SECONDS)."""
+        self._hold_event(name).wait(HOLD_SECONDS)
+
+    def release(self, name: str) -> None:
+        """Lets the requests held under `name` go on, and any that come later pass straight through."""
+        self._hold_event(name).set()
+
+    def find(self, header: str, value: str) -> list[Recorded]:
+        """The requests received so far whose request header `header` is `value`."""
+        with self._lock:
+            return [r for r in self.requests if r.headers.get(header.lower()) == value]
+
+    def wait_for_request(self, header: str, value: str, timeout: float = 60.0) -> Recorded:
+        """The first request with header `header` set to `value`, once it has arrived (it is recorded on arrival,
+        before any delay or hold)."""
+        deadline = time.monotonic() + timeout
+        while not (found := self.find(header, value)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no request with {header}: {value} reached the fake")
+            time.sleep(0.02)
+        return found[0]
+
     def last(self, path_suffix: str = "/chat/completions") -> Recorded:
         with self._lock:
             return next(r for r in reversed(self.requests) if path_suffix in r.path.split("?")[0])
@@ -273,6 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = Recorded("POST", self.path, headers, raw, doc)
         self.fake.record(recorded)
         options = Options.from_headers(headers)
+        if options.hold is not None and options.hold_after is None:
+            self.fake.hold(options.hold)
         if options.delay:
             time.sleep(options.delay)
         if options.drop:  # as an upstream that gave up on the request: no status line, nothing
@@ -330,6 +365,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("content-encoding", options.encoding)
         self.end_headers()
         for count, event in enumerate(reply.events or []):
+            if options.hold is not None and options.hold_after == count:
+                self.fake.hold(options.hold)
             if options.abort_after is not None and count >= options.abort_after:
                 self.wfile.flush()
                 self.close_connection = True

@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 ADDON_MAIN = ROOT / "addon" / "main.py"
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
 _LISTENING = re.compile(r"listening at \S*?:(\d+)\.?\s*$")
+# Generous: these bounds only matter when something is wrong (a busy CI machine may be slow, never this slow).
+WAIT_SECONDS = 60.0
 
 
 class MitmdumpProcess:
@@ -45,6 +47,7 @@ class MitmdumpProcess:
         self.lines: list[str] = []
         self.port: int | None = None
         self._process: subprocess.Popen[str] | None = None
+        self._drain_thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._active = threading.Event()
 
@@ -72,14 +75,15 @@ class MitmdumpProcess:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             preexec_fn=self.preexec_fn,
         )
-        threading.Thread(target=self._drain, daemon=True).start()
+        self._drain_thread = threading.Thread(target=self._drain, daemon=True)
+        self._drain_thread.start()
         deadline = time.monotonic() + timeout
         # The listening line comes just before the `running` hook, which logs "active".
         while time.monotonic() < deadline:
             if self._ready.is_set() and (self._active.is_set() or not self.addon):
                 return self
             if self._process.poll() is not None:
-                time.sleep(0.2)
+                self._join_drain()  # every line it wrote, up to its exit
                 raise RuntimeError(f"mitmdump exited with {self._process.returncode}:\n{self.output}")
             time.sleep(0.02)
         self.stop()
@@ -96,25 +100,48 @@ class MitmdumpProcess:
             if " active: " in line:
                 self._active.set()
 
+    def wait_for_line(self, text: str, timeout: float = WAIT_SECONDS, *, since: int = 0) -> str:
+        """The first output line from `since` on that holds `text`, once mitmdump has printed it.
+
+        Output lags: mitmdump prints its own flow lines after the addon's hooks ran, and a thread reads them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            finished = self._drain_thread is not None and not self._drain_thread.is_alive()
+            line = next((line for line in self.lines[since:] if text in line), None)
+            if line is not None:
+                return line
+            if finished or time.monotonic() > deadline:  # nothing more will come, or the time is up
+                raise AssertionError(f"{text!r} not in mitmdump's output:\n{self.output}")
+            time.sleep(0.02)
+
+    def _join_drain(self) -> None:
+        """Once the process has exited: waits until the drain thread has read the output to its end."""
+        if self._drain_thread is not None:
+            self._drain_thread.join(WAIT_SECONDS)
+
     def wait_exit(self, timeout: float = 20.0) -> int:
         assert self._process is not None
         code = self._process.wait(timeout)
-        time.sleep(0.1)  # let the drain thread take the last lines
+        self._join_drain()
         return code
 
     def kill(self) -> None:
+        """SIGKILL; afterwards `lines` holds all the process wrote."""
         if self._process is not None and self._process.poll() is None:
             self._process.send_signal(signal.SIGKILL)
-            self._process.wait(10)
+            self._process.wait(WAIT_SECONDS)
+        self._join_drain()
 
     def stop(self) -> None:
-        if self._process is None or self._process.poll() is not None:
-            return
-        self._process.terminate()
-        try:
-            self._process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        """SIGTERM, and SIGKILL only if mitmdump has not exited by itself in WAIT_SECONDS (a clean exit closes the
+        cache, checkpointing its WAL); afterwards `lines` holds all the process wrote."""
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._join_drain()
 
     def __enter__(self) -> MitmdumpProcess:
         return self.start()
