@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from mitmproxy import http
 
 from .events import EventLog, Skipped
-from .redact import redact_url
+from .redact import masked_logger, redact_text, redact_url
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 # flow.metadata[META] is a plain dict (flow files must be able to serialise it).
 META = "llm"
@@ -23,6 +22,7 @@ def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:
 
 
 def add_comment(flow: http.HTTPFlow, line: str) -> None:
+    line = redact_text(line)
     flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import time
 
 from mitmproxy import http
@@ -15,10 +14,11 @@ from .events import Captured, summarize_record
 from .failopen import fail_open
 from .proxy_config import ProxyConfig
 from .records import display_call_id
-from .redact import redact_url
+from .redact import masked_logger, redact_url
 from .response_tap import ResponseTap
+from .storable import storable
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 
 def _is_event_stream(response: http.Response) -> bool:
@@ -89,13 +89,17 @@ class ResponseCapture:
                     update={"request_model": meta.get("request_model"), "captured_at": time.time()}
                 )
                 keys = record.keys()
-                stored = False
-                if keys and unavailable is None:
-                    try:
-                        store.put(meta["scope"], keys, record)
-                        stored = True
-                    except StoreUnavailable as e:
-                        unavailable = str(e)
+                stored, note = False, None
+                if keys:
+                    kept, note = storable(record, wire_format)
+                    if kept is None:
+                        report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.config.events)
+                    elif unavailable is None:
+                        try:
+                            store.put(meta["scope"], keys, kept)
+                            stored = True
+                        except StoreUnavailable as e:
+                            unavailable = str(e)
                 fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
                 self.config.events.write(
                     Captured(
@@ -111,6 +115,7 @@ class ResponseCapture:
                         streamed=tap.sse,
                         complete=complete,
                         stored=stored,
+                        note=note,
                     )
                 )
                 names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})

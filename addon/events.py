@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -16,11 +15,12 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
-from .limits import MAX_LOG_LINE_BYTES
+from .limits import MAX_LOG_LINE_BYTES, MAX_LOGGED_TEXT_CHARS
 from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
+from .redact import masked_logger, redact_json_text
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 
 def _now() -> str:
@@ -71,6 +71,7 @@ class Captured(FlowEvent):
     streamed: bool
     complete: bool
     stored: bool
+    note: str | None = None  # why it was not stored, or what was masked before it was
 
 
 class Repaired(FlowEvent):
@@ -125,7 +126,8 @@ def summarize_fields(
         summaries[name] = FieldSummary(
             length=len(text),
             sha256=digest,
-            text=text if name in text_fields else None,
+            # Readable text is logged up to a bound (its length and hash say what it was), and masked with the line.
+            text=cut_text(text, MAX_LOGGED_TEXT_CHARS) if name in text_fields else None,
             value=text if include_opaque and name not in text_fields else None,
         )
     return summaries
@@ -262,7 +264,7 @@ class EventLog:
         if self._closed:
             return
         try:
-            line = fit_line(event)
+            line = redact_json_text(fit_line(event))
             if self._file is None and not self._reopen():
                 return
             assert self._file is not None

@@ -10,7 +10,6 @@ from are dropped, so one bad value does not break every later turn.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from mitmproxy import http
@@ -25,10 +24,10 @@ from .formats import CacheView
 from .formats.base import call_lookup_keys, usable_keys
 from .proxy_config import ProxyConfig
 from .records import RepairAction, display_call_id
-from .redact import redact_url
+from .redact import masked_logger, redact_url
 from .repair import INSERTING, RepairPlan
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
 REFUSED_VALUE = ("invalid", "not_found", "duplicate")

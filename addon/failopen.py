@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .events import EventLog, Failure
-from .redact import redact_text
+from .redact import masked_logger, redact_text
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 
 @contextmanager

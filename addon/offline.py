@@ -215,7 +215,7 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
         f"{len(still)} would still fail through the proxy{_numbers(still)}"
         + (f"; {len(unchecked)} could not be checked{_numbers(unchecked)}." if unchecked else ".")
     )
-    return "\n".join(out) + "\n"
+    return redact_text("\n".join(out) + "\n")
 
 
 def _numbers(numbers: list[int]) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Iterable
 from importlib import metadata
@@ -13,9 +12,10 @@ from mitmproxy.addonmanager import Loader
 
 from .cache import CacheLimits, ReasoningStore, StoreError, open_store
 from .events import EventLog, Started
+from .redact import masked_logger
 from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 _PLANS_KEPT = 1024
 
 

@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def canonical_arguments(arguments: Any) -> str:
@@ -41,18 +41,28 @@ def _canonical_value(value: Any) -> str:
             return repr(value)
 
 
+@lru_cache(maxsize=8192)
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def arguments_digest(arguments: Any) -> str:
+    """A tool call's arguments as the cache keeps them: a hash of their canonical spelling, never the text, which
+    is the user's data and may hold anything (a key pasted into a shell command, say)."""
+    return _sha256(canonical_arguments(arguments))
+
+
 def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
     """The second cache key of a tool call: its model, function name and canonical arguments.
 
     Clients that rewrite tool call ids still send the same function and arguments back.
     """
-    return _fingerprint(model or "", name, canonical_arguments(arguments))
+    return fingerprint_of(model, name, arguments_digest(arguments))
 
 
-@lru_cache(maxsize=8192)
-def _fingerprint(model: str, name: str, canonical: str) -> str:
-    text = "\0".join((model, name, canonical))
-    return FINGERPRINT_PREFIX + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def fingerprint_of(model: str | None, name: str, digest: str) -> str:
+    """`call_fingerprint` of a call whose arguments are known by their digest."""
+    return FINGERPRINT_PREFIX + _sha256("\0".join((model or "", name, digest)))
 
 
 FINGERPRINT_PREFIX = "fp:"
@@ -90,11 +100,20 @@ class ToolCallRef(BaseModel):
 
     id: str = ""
     name: str = ""
-    arguments: str = ""  # as sent: a JSON string, or canonical JSON for object arguments
+    # `arguments_digest` of the arguments, given as `arguments=` (a JSON string, or an object) when made
+    arguments_sha256: str = Field(default_factory=lambda: arguments_digest(""))
     # other ids the call is known by (a Responses fc_ id, a LiteLLM short id)
     aliases: list[str] = Field(default_factory=list)
     # state on the call itself (Gemini thoughtSignature, extra_content, ...)
     fields: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_only_a_digest(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "arguments" in data:
+            data = dict(data)
+            data["arguments_sha256"] = arguments_digest(data.pop("arguments"))
+        return data
 
 
 class ReasoningRecord(BaseModel):
@@ -131,7 +150,7 @@ class ReasoningRecord(BaseModel):
         for call in self.tool_calls:
             keys += [key for key in (call.id, *call.aliases) if key]
             if call.name:
-                keys.append(call_fingerprint(self.request_model, call.name, call.arguments))
+                keys.append(fingerprint_of(self.request_model, call.name, call.arguments_sha256))
         keys += self.extra_keys
         return list(dict.fromkeys(keys))
 
@@ -141,7 +160,7 @@ class ReasoningRecord(BaseModel):
                 return call
         if key.startswith(FINGERPRINT_PREFIX):
             for call in self.tool_calls:
-                if call.name and key == call_fingerprint(self.request_model, call.name, call.arguments):
+                if call.name and key == fingerprint_of(self.request_model, call.name, call.arguments_sha256):
                     return call
         return None
 

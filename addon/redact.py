@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -61,7 +63,7 @@ _START = r"(?<![A-Za-z0-9_-])"
 KEY_SHAPES: dict[str, tuple[tuple[str, ...], str]] = {
     # OpenAI (sk-, sk-proj-, sk-svcacct-, sk-admin-), Anthropic (sk-ant-), DeepSeek, OpenRouter (sk-or-v1-), ...
     "sk": (("sk-",), r"sk-[A-Za-z0-9_-]{16,}"),
-    "stripe": (("k_live_", "k_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    "stripe": (("sk_live_", "rk_live_", "sk_test_", "rk_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
     "github": (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{20,}"),
     "github_pat": (("github_pat_",), r"github_pat_[A-Za-z0-9_]{20,}"),
     "gitlab": (("glpat-",), r"glpat-[A-Za-z0-9_-]{20,}"),
@@ -126,7 +128,7 @@ _RULES: tuple[_Rule, ...] = (
     _rule(
         ("-----begin ",),
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
-        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\[nrt])*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\[nrt])*)",
+        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\+[nrt])*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\+[nrt])*)",
         inside_words=True,
     ),
     # "Bearer abc" as it appears in headers and error texts
@@ -151,7 +153,7 @@ _RULES: tuple[_Rule, ...] = (
     # a value after a name that says it holds a secret (the name may go on before the anchor: OPENAI_API_KEY)
     _rule(
         _SECRET_NAME_ENDS,
-        rf"([a-z_-]*?(?:[_-]?(?:id|key))?[\"']?\s*[:=]\s*[\"']?){_VALUE}{{4,}}",
+        rf"((?:{'|'.join(map(re.escape, _SECRET_NAME_ENDS))})(?:[_-]?(?:id|key))?[\"']?\s*[:=]\s*[\"']?){_VALUE}{{4,}}",
         rf"\1{REDACTED}",
         inside_words=True,
     ),
@@ -217,8 +219,43 @@ def _replace(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out) + text[last:]
 
 
+class _Masking(logging.Filter):
+    """Masks credentials in a log record's message before any handler (mitmdump's output) sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = redact_text(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
+_MASKING = _Masking()
+
+
+def masked_logger(name: str) -> logging.Logger:
+    """`logging.getLogger(name)` whose messages have credentials masked: every logger of the addon is one."""
+    logger = logging.getLogger(name)
+    if _MASKING not in logger.filters:
+        logger.addFilter(_MASKING)
+    return logger
+
+
 def holds_secret(text: str) -> bool:
     return redact_text(text) != text
+
+
+def redact_json_text(text: str) -> str:
+    """A JSON text (an event log line, a stream's data) with every credential in it masked, still JSON: masked
+    as text, or, should that ever break it, as a document."""
+    masked = redact_text(text)
+    if masked == text:
+        return text
+    try:
+        json.loads(masked)
+    except ValueError:
+        return json.dumps(redact_json(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+    return masked
 
 
 def redact_url(url: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,10 +16,10 @@ from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
-from .redact import redact_url
+from .redact import masked_logger, redact_url
 from .scope import Scope, request_scope
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 # Actions that put cached state into a request: the ones a provider can refuse the value of.
 INSERTING = ("restored", "inserted", "id_restored")

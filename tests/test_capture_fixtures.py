@@ -12,7 +12,7 @@ import pytest
 import zstandard
 from llm_reasoning_proxy import formats
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.records import ReasoningRecord
+from llm_reasoning_proxy.records import ReasoningRecord, arguments_digest
 from llm_reasoning_proxy.response_tap import ResponseTap
 
 from tests.support import capture
@@ -138,7 +138,14 @@ def test_deepseek_stream_reasoning_content_and_parallel_calls() -> None:
     assert record.tool_call_ids == ["call_00_xzVVyar4M7TXmqAvwt5lz3v2", "call_01_FiLq2fgCjbR43jdNrxI4OYGD"]
     assert record.fields["reasoning_content"].startswith("The user wants")
     assert set(record.fields) == {"reasoning_content"}
-    assert [json.loads(c.arguments)["location"] for c in record.tool_calls] == ["London, UK", "Paris, France"]
+    # The cache keeps a digest of the arguments, never their text.
+    streamed: dict[int, str] = {}
+    for line in raw.decode().splitlines():
+        if line.startswith("data: {"):
+            for call in json.loads(line[6:])["choices"][0]["delta"].get("tool_calls") or []:
+                streamed[call["index"]] = streamed.get(call["index"], "") + call["function"].get("arguments", "")
+    assert [json.loads(streamed[i])["location"] for i in sorted(streamed)] == ["London, UK", "Paris, France"]
+    assert [c.arguments_sha256 for c in record.tool_calls] == [arguments_digest(streamed[i]) for i in sorted(streamed)]
 
 
 def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:

@@ -17,20 +17,24 @@ tried against a real `mitmdump -s addon/main.py`:
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import stat
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
+from mitmproxy import io
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
-from tests.support.fake_provider import FakeProvider
+from tests.support.fake_provider import FakeProvider, Recorded
+from tests.support.planted import every_shape
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
@@ -325,3 +329,130 @@ def test_without_any_credential_only_ids_find_reasoning_unless_the_user_opts_in(
         response = post_chat(proxy, {}, own_call(turn, "call_someone_elses"))
         assert response.status_code == (200 if fallback == "true" else 400)
         assert ("reasoning_content" in fake.last().doc["messages"][1]) is (fallback == "true")
+
+
+# --- 5. secrets of every shape, in every place ---------------------------------------------------
+
+ANTHROPIC_TOOLS = [
+    {
+        "name": "list_directory",
+        "description": "List the files in a directory.",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+    }
+]
+RESPONSES_TOOLS = [{"type": "function", **TOOLS[0]["function"]}]
+STATELESS = {"store": False, "include": ["reasoning.encrypted_content"]}
+NONCE = uuid.uuid4().hex[:20]
+SHAPES = every_shape(NONCE)
+CREDENTIALS = " ".join(value for value, _ in SHAPES.values())
+SAID = f"Noting what the tool printed: {CREDENTIALS}"  # the model quoting them
+
+
+def leaked(data: bytes | str) -> list[str]:
+    """The planted shapes whose random part is in `data`."""
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return [name for name, (_, marker) in SHAPES.items() if marker in text]
+
+
+@dataclass
+class SecretSession:
+    state: Path
+    output: str
+    cache_while_running: bytes
+    flows: Path
+    turns: dict[str, int]  # status of each format's turn 2
+    forwarded: dict[str, Recorded]
+
+
+@pytest.fixture(scope="module")
+def secret_session(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPathFactory) -> SecretSession:
+    state = tmp_path_factory.mktemp("secrets")
+    flows = state / "session.mitm"
+    say = {"x-fake-say": base64.b64encode(SAID.encode()).decode()}
+    prompt = f"My keys, for later: {CREDENTIALS}"
+    pasted = f"config.env:\n{SHAPES['env'][0]}\n{SHAPES['pem'][0]}"  # a tool result
+    headers = {"authorization": "Bearer sk-test-secret-session", "content-type": "application/json", **say}
+    turns, forwarded = {}, {}
+    with reverse_proxy(
+        fake.url, confdir, "-w", str(flows), llm_cache=state / "cache.db", llm_log=state / "events.jsonl"
+    ) as proxy:
+        with httpx.Client(base_url=proxy.url, headers=headers, timeout=60) as http:
+            # DeepSeek: reasoning_content quotes the keys; the client drops it.
+            question = {"role": "user", "content": prompt}
+            body = {"model": DEEPSEEK, "messages": [question], "tools": TOOLS}
+            message = http.post("/v1/chat/completions", json=body).json()["choices"][0]["message"]
+            history = history_as_sent(message, drop=("reasoning_content",), content=None)
+            history[0], history[2]["content"] = question, pasted
+            turns["deepseek"] = http.post("/v1/chat/completions", json=body | {"messages": history}).status_code
+            forwarded["deepseek"] = fake.last()
+            # Anthropic: the thinking quotes the keys; the client drops the thinking.
+            question = {"role": "user", "content": prompt}
+            body = {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 4096,
+                "thinking": {"type": "enabled", "budget_tokens": 2048},
+            }
+            body |= {"tools": ANTHROPIC_TOOLS, "messages": [question]}
+            content = http.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"}).json()[
+                "content"
+            ]
+            use = next(block for block in content if block["type"] == "tool_use")
+            body["messages"] = [
+                question,
+                {"role": "assistant", "content": [use]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": pasted}]},
+            ]
+            response = http.post("/v1/messages", json=body, headers={"anthropic-version": "2023-06-01"})
+            turns["anthropic"], forwarded["anthropic"] = response.status_code, fake.last("/v1/messages")
+            # Responses: the summary quotes the keys; the client drops the reasoning item.
+            body = {"model": "gpt-5", "input": [{"role": "user", "content": prompt}], "tools": RESPONSES_TOOLS}
+            body |= STATELESS
+            output = http.post("/v1/responses", json=body).json()["output"]
+            call = next(item for item in output if item["type"] == "function_call")
+            body["input"] += [call, {"type": "function_call_output", "call_id": call["call_id"], "output": pasted}]
+            turns["responses"] = http.post("/v1/responses", json=body).status_code
+            forwarded["responses"] = fake.last("/v1/responses")
+        # DeepSeek's two turns and the first turns of the others (their second turns are refused)
+        LogTail(state / "events.jsonl", whole=True).wait_for("captured", 4)
+        cache = b"".join(path.read_bytes() for path in sorted(state.glob("cache.db*")))
+    return SecretSession(state, proxy.output, cache, flows, turns, forwarded)
+
+
+def test_unsigned_reasoning_is_stored_masked_and_put_back_masked(secret_session: SecretSession) -> None:
+    assert secret_session.turns["deepseek"] == 200
+    restored = secret_session.forwarded["deepseek"].doc["messages"][1]["reasoning_content"]
+    assert "[REDACTED]" in restored and leaked(restored) == []
+
+
+def test_signed_reasoning_that_holds_a_secret_is_not_stored(secret_session: SecretSession) -> None:
+    # What the provider signed cannot be stored masked: it is not stored, and the turn fails as it would without
+    # the proxy (the client dropped it), with a skipped event that says why.
+    assert secret_session.turns["anthropic"] == 400 and secret_session.turns["responses"] == 400
+    events = LogTail(secret_session.state / "events.jsonl", whole=True).events("skipped")
+    reasons = [e["reason"] for e in events if "credential-shaped string" in e["reason"]]
+    assert len(reasons) == 2
+    assert any("its thinking, thinking_blocks holds" in r for r in reasons) and any("summary" in r for r in reasons)
+
+
+def test_no_planted_secret_is_in_the_log_the_cache_or_the_proxys_output(secret_session: SecretSession) -> None:
+    state = secret_session.state
+    log = b"".join(path.read_bytes() for path in state.glob("events.jsonl*"))
+    assert b'"kind":"captured"' in log and b'"kind":"repaired"' in log
+    assert leaked(log) == []
+    assert leaked(secret_session.cache_while_running) == []
+    assert leaked(b"".join(path.read_bytes() for path in state.glob("cache.db*"))) == []
+    assert leaked(secret_session.output) == []
+
+
+def test_no_planted_secret_is_in_flow_comments_the_export_or_the_check_report(
+    secret_session: SecretSession, tmp_path: Path
+) -> None:
+    with secret_session.flows.open("rb") as handle:
+        comments = [flow.comment for flow in io.FlowReader(handle).stream()]
+    assert any("llm repaired" in comment for comment in comments)
+    assert leaked("\n".join(comments)) == []
+    out = tmp_path / "fixture"
+    assert offline_cli("export", str(secret_session.flows), str(out)).returncode == 0
+    assert leaked(b"".join(path.read_bytes() for path in out.iterdir())) == []
+    report = offline_cli("check", str(secret_session.flows))
+    assert "would fail as sent" in report.stdout and leaked(report.stdout + report.stderr) == []

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy.formats import CacheView, RepairContext
 from llm_reasoning_proxy.formats.gemini import GeminiNative, text_key
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, arguments_digest
 
 from tests.support import capture
 
@@ -103,7 +103,7 @@ def test_gemini3_streamed_function_call_signature() -> None:
     assert b"\r\n\r\n" in raw
     (record,) = tap_records(raw, sse=True, size=7)
     (call,) = record.tool_calls
-    assert (call.id, call.name, call.arguments) == ("", "get_country", "{}")
+    assert (call.id, call.name, call.arguments_sha256) == ("", "get_country", arguments_digest({}))
     assert call.fields["thoughtSignature"].startswith(
         "EpwICpkIAXLI2nxlU6gsWZaZHRYkX1orzuM8vSUFwaAt1JRxEC2hJzPAcAu3PWaKz7X+"
     )

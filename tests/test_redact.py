@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-import pytest
-from llm_reasoning_proxy.redact import REDACTED, SECRET_HEADERS, redact_headers, redact_text, redact_url
+import json
 
-from tests.support.planted import planted
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from llm_reasoning_proxy.redact import (
+    REDACTED,
+    SECRET_HEADERS,
+    redact_headers,
+    redact_json_text,
+    redact_text,
+    redact_url,
+)
+
+from tests.support.planted import every_shape, planted
 
 OPENAI_KEY = planted("sk-proj-", "AbCdEfGh12345678IjKlMnOp")
 ANTHROPIC_KEY = planted("sk-ant-api03-", "AbCdEf123456789_xyz-QQ")
@@ -223,3 +234,52 @@ def test_offline_diff_masks_values_under_secret_named_keys() -> None:
     diff = request_diff(before, after)
     assert '+          "thoughtSignature": "sig"' in diff and '"api_key": "[REDACTED]"' in diff
     assert "PLANTED123" not in diff
+
+
+# --------------------------------------------------------------------------------------
+# every shape, in every encoding a text reaches the redactor in
+
+SHAPES = every_shape("unit-test-nonce")
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_every_credential_shape_is_masked_in_text_and_in_json(name: str) -> None:
+    value, marker = SHAPES[name]
+    text = f"the tool printed ({value}) and went on"
+    masked = redact_text(text)
+    assert marker not in masked and REDACTED in masked and masked.endswith(") and went on")
+    for encoded in (json.dumps({"content": text}), json.dumps({"line": json.dumps({"content": text})})):
+        masked = redact_json_text(encoded)
+        assert marker not in masked
+        assert json.loads(masked)  # still JSON
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"usage":{"output_tokens":208,"input_tokens":12}',
+        "max_tokens: 4096",
+        "the secretary: bob, the monkey: banana",
+        "a token budget of 2048, then think",
+        "see https://docs.example.com/api_key-rotation for how",
+        "git checkout gh-pages && ask the skeptic",
+        "thought_signature: skip_thought_signature_validator",
+    ],
+)
+def test_ordinary_words_are_left_alone(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_masking_json_text_that_a_match_would_break_falls_back_to_the_document() -> None:
+    line = json.dumps({"a": "Authorization: Bearer abcdefghijkl", "b": 'cookie: x=1; y="2"'})
+    masked = redact_json_text(line)
+    assert "abcdefghijkl" not in masked and json.loads(masked)["b"].startswith("cookie: ")
+
+
+@given(st.lists(st.sampled_from(sorted(SHAPES)), min_size=1, max_size=6), st.text(max_size=40))
+def test_masked_json_is_json_and_holds_no_planted_credential(names: list[str], filler: str) -> None:
+    doc = {"messages": [{"role": "user", "content": f"{filler} {SHAPES[name][0]} {filler}"} for name in names]}
+    for text in (json.dumps(doc), json.dumps(doc, ensure_ascii=False), json.dumps({"wrapped": json.dumps(doc)})):
+        masked = redact_json_text(text)
+        json.loads(masked)
+        assert not any(SHAPES[name][1] in masked for name in names)

@@ -13,7 +13,7 @@ from llm_reasoning_proxy.events import summarize_record
 from llm_reasoning_proxy.formats import CacheView, RepairContext, claim
 from llm_reasoning_proxy.formats import responses as responses_module
 from llm_reasoning_proxy.formats.responses import Responses
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, arguments_digest
 from llm_reasoning_proxy.sse_parser import SSEEvent
 
 from tests.support import capture
@@ -44,7 +44,7 @@ def summary(records: list[ReasoningRecord]) -> list[dict[str, Any]]:
     return [
         {
             "reasoning": record.fields,
-            "calls": [(c.id, c.aliases, c.name, c.arguments) for c in record.tool_calls],
+            "calls": [(c.id, c.aliases, c.name, c.arguments_sha256) for c in record.tool_calls],
             "messages": record.extra_keys,
             "response_id": record.response_id,
         }
@@ -59,7 +59,8 @@ def oracle(output: list[dict], response_id: str) -> list[dict[str, Any]]:
         if item["type"] == "reasoning":
             groups.append({"reasoning": item, "calls": [], "messages": [], "response_id": response_id})
         elif groups and item["type"] == "function_call":
-            groups[-1]["calls"].append((item["call_id"], [item["id"]], item["name"], item["arguments"]))
+            digest = arguments_digest(item["arguments"])
+            groups[-1]["calls"].append((item["call_id"], [item["id"]], item["name"], digest))
         elif groups and item["type"] == "message":
             groups[-1]["messages"].append(item["id"])
     return groups

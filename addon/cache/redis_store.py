@@ -16,7 +16,6 @@ command that gets through ends the outage, and each end is logged once.
 
 from __future__ import annotations
 
-import logging
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -29,10 +28,11 @@ from redis.retry import Retry
 
 from .. import jsoncodec
 from ..records import ReasoningRecord
+from ..redact import masked_logger
 from .base import CacheLimits, StoreError, StoreUnavailable
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"

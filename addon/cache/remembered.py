@@ -6,13 +6,13 @@ lookup: a client re-sends the same history every turn, and would otherwise cost 
 
 from __future__ import annotations
 
-import logging
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
 from ..records import ReasoningRecord
+from ..redact import masked_logger
 
-logger = logging.getLogger(__name__)
+logger = masked_logger(__name__)
 
 MOST_REMEMBERED = 2048  # parsed records kept in memory per store (a few MB)
 

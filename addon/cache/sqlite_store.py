@@ -29,7 +29,7 @@ from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: tool call arguments kept as a digest
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS records (
     id        INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -312,6 +312,7 @@ def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any
 class AnthropicMessages:
     name = NAME
     text_fields = TEXT_FIELDS
+    maskable_fields: frozenset[str] = frozenset()
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         if method != "POST":

@@ -130,9 +130,11 @@ class ResponseReader(Protocol):
 
 class WireFormat(Protocol):
     name: str
-    # Fields whose values are human-readable text (logged in full); all other
+    # Fields whose values are human-readable text (logged, cut and masked); all other
     # captured fields are opaque and logged as length plus hash.
     text_fields: frozenset[str]
+    # Text fields the provider reads as plain text and does not verify: a credential in one may be stored masked.
+    maskable_fields: frozenset[str]
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         """Whether a request is this format's traffic, judged without parsing the body."""

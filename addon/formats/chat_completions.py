@@ -318,6 +318,9 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 class ChatCompletions:
     name = NAME
     text_fields = frozenset({"reasoning_text", "reasoning_content"})
+    # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
+    # travels with the signed reasoning_opaque and is kept exact.
+    maskable_fields = frozenset({"reasoning_content"})
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         if method != "POST":

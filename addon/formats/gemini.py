@@ -283,6 +283,7 @@ def placeholder_value(context: RepairContext) -> str | None:
 class GeminiNative:
     name = NAME
     text_fields = frozenset({SIGNED_TEXT_PART})
+    maskable_fields: frozenset[str] = frozenset()
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         if method != "POST":

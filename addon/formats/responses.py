@@ -350,6 +350,7 @@ def insert_missing(items: list[Any], cache: CacheView) -> list[RepairAction]:
 class Responses:
     name = NAME
     text_fields = TEXT_FIELDS
+    maskable_fields: frozenset[str] = frozenset()
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         if method != "POST":

@@ -198,6 +198,7 @@ class AnthropicDialect:
             if redacted != "1":
                 # Quotes, a newline and non-ASCII text: the block must come back exactly as issued.
                 text = f'The user asks what is in a directory (step {step + 1}). I should call `{name}` — "ok" ✓.\n\n'
+                text += options.say or ""
                 thinking.append({"type": "thinking", "thinking": text, "signature": _opaque(96)})
             if redacted in ("1", "both"):
                 thinking.append({"type": "redacted_thinking", "data": _opaque(160)})

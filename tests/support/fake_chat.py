@@ -315,7 +315,7 @@ class ChatDialect:
             {
                 "id": f"call_{uuid.uuid4().hex[:20]}",
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(_arguments(schema, i))},
+                "function": {"name": name, "arguments": json.dumps(_arguments(schema, i, options.say))},
             }
             for i in range(options.parallel)
         ]
@@ -350,7 +350,7 @@ class ChatDialect:
         return {"reasoning_opaque": opaque, "reasoning_text": text}, chunks
 
     def _turn_deepseek(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
-        text = f"The user wants a listing. I will call {name}."
+        text = f"The user wants a listing. I will call {name}." + (f" {options.say}" if options.say else "")
         message["reasoning_content"] = text
         message["content"] = options.content or ""
         chunks = [_delta({"role": "assistant", "content": None, "reasoning_content": ""})]
@@ -432,14 +432,17 @@ class ChatDialect:
         return message, chunks
 
 
-def _arguments(schema: Any, index: int) -> dict[str, str]:
-    """Arguments for a tool: a value for each required string property of its schema."""
+def _arguments(schema: Any, index: int, say: str | None = None) -> dict[str, str]:
+    """Arguments for a tool: a value for each required string property of its schema (and a note, if it says one)."""
     required = schema.get("required") if isinstance(schema, dict) else None
     if not required:
-        return {"path": f"dir{index}"}
-    return {
-        prop: f"{prop}-{index}" if prop != "filePath" else ("README.md", "SUMMARY.md")[index % 2] for prop in required
-    }
+        arguments = {"path": f"dir{index}"}
+    else:
+        arguments = {
+            prop: f"{prop}-{index}" if prop != "filePath" else ("README.md", "SUMMARY.md")[index % 2]
+            for prop in required
+        }
+    return arguments | ({"note": say} if say else {})
 
 
 def _argument_fragments(calls: list[dict]) -> list[dict]:

@@ -11,6 +11,7 @@ Per-request behaviour is set with `x-fake-*` request headers (see `Options`).
 
 from __future__ import annotations
 
+import base64
 import gzip
 import json
 import sys
@@ -53,6 +54,9 @@ class Options:
     corrupt: str | None = None  # "truncate" or "non-utf8": spoil a JSON answer, or the data of every stream event
     hold: str | None = None  # a name: wait until the test calls `FakeProvider.release(name)` (at most HOLD_SECONDS)
     hold_after: int | None = None  # streams: hold after this many events instead of before answering
+    # text the model quotes (a key from a tool result, say) in its reasoning and its tool call arguments; the
+    # header carries it base64-encoded, since it may hold newlines (a PEM block)
+    say: str | None = None
 
     @classmethod
     def from_headers(cls, headers: dict[str, str]) -> Options:
@@ -75,6 +79,7 @@ class Options:
             corrupt=get("corrupt", str, None),
             hold=get("hold", str, None),
             hold_after=get("hold-after", int, None),
+            say=get("say", lambda v: base64.b64decode(v).decode(), None),
         )
 
 

@@ -242,6 +242,7 @@ class ResponsesDialect:
 
         name = self._tool_name(doc)
         summary = f"**Planning**\n\nI should call `{name}` to answer." if tool_turn else "**Answering**\n\nSummarise."
+        summary += f" {options.say}" if options.say else ""
         full, stub = fernet_like(1000), fernet_like(600)
         completed = fernet_like(1000) if streamed else full  # same length, other bytes
         reasoning = {

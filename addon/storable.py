@@ -1,0 +1,75 @@
+"""What of a captured answer may be stored: within the byte limits, and without a credential in it.
+
+The cache keeps values to put them back byte for byte, so a value cannot simply be masked: a thinking block,
+an encrypted reasoning item or a reasoning text that travels with a signature would no longer be what the
+provider issued, and the next request would fail on it. A record that holds a credential-shaped string is
+therefore not stored at all, unless every such string is in a field the provider reads as plain text and does
+not verify (`WireFormat.maskable_fields`, DeepSeek's `reasoning_content`): that field is stored masked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import jsoncodec
+from .limits import MAX_RECORD_BYTES, MAX_VALUE_BYTES, MiB
+from .records import ReasoningRecord
+from .redact import holds_secret, redact_text
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else jsoncodec.dumps(value).decode("utf-8", "surrogatepass")
+
+
+def _size(value: Any) -> int:
+    text = _text(value)
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _mb(size: int) -> str:
+    return f"{size / MiB:.1f} MiB"
+
+
+def too_big(record: ReasoningRecord) -> str | None:
+    """Why a record is over the limits (a value over MAX_VALUE_BYTES, the whole over MAX_RECORD_BYTES), if it is."""
+    values = [*record.fields.items(), *((name, v) for call in record.tool_calls for name, v in call.fields.items())]
+    for name, value in values:
+        size = _size(value)
+        if size > MAX_VALUE_BYTES:
+            return f"its {name} is {_mb(size)}, over the {_mb(MAX_VALUE_BYTES)} limit per stored value"
+    size = len(jsoncodec.dumps(record.model_dump()))
+    if size > MAX_RECORD_BYTES:
+        return f"its reasoning is {_mb(size)}, over the {_mb(MAX_RECORD_BYTES)} limit per stored answer"
+    return None
+
+
+def _secret_fields(fields: Mapping[str, Any]) -> list[str]:
+    return [name for name, value in fields.items() if holds_secret(_text(value))]
+
+
+def without_secrets(record: ReasoningRecord, maskable: frozenset[str]) -> tuple[ReasoningRecord | None, str | None]:
+    """The record as it may be stored, and what was done about a credential in it (None when there was none):
+    the record itself, a copy with its maskable fields masked, or None when it must not be stored."""
+    found = _secret_fields(record.fields)
+    on_calls = sorted({name for call in record.tool_calls for name in _secret_fields(call.fields)})
+    if not found and not on_calls:
+        return record, None
+    if on_calls or any(name not in maskable for name in found):
+        names = ", ".join(sorted({*found, *on_calls}))
+        return None, (
+            f"its {names} holds a credential-shaped string; not cached, since it cannot be stored masked "
+            "without changing what the provider issued"
+        )
+    masked = {**record.fields, **{name: redact_text(record.fields[name]) for name in found}}
+    return record.model_copy(
+        update={"fields": masked}
+    ), f"a credential-shaped string in its {', '.join(found)} is stored masked"
+
+
+def storable(record: ReasoningRecord, wire_format: Any) -> tuple[ReasoningRecord | None, str | None]:
+    """The record as it may be stored (None: not at all) and a note on why or what changed (None: nothing)."""
+    problem = too_big(record)
+    if problem is not None:
+        return None, f"{problem}; not cached"
+    return without_secrets(record, wire_format.maskable_fields)
