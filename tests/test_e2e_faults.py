@@ -100,6 +100,33 @@ def ours(fake: FakeProvider, since: int) -> Recorded:
     return recorded
 
 
+def marked(path: str = CHAT) -> tuple[str, str]:
+    """`path` with a query of its own, and that query's marker: the events of such a request name it in their url."""
+    marker = uuid.uuid4().hex
+    return f"{path}?test={marker}", marker
+
+
+def own_events(log: LogTail, marker: str, *kinds: str) -> list[dict[str, Any]]:
+    """The events of the requests whose url holds `marker`, once one of `kinds` is among them. The session's proxy
+    logs a capture just after its client has the last byte, so another test's may land in this test's tail."""
+
+    def own(event: dict[str, Any]) -> bool:
+        return marker in event.get("url", "")
+
+    events = log.wait(lambda found: any(e["kind"] in kinds and own(e) for e in found))
+    return [e for e in events if own(e)]
+
+
+def calling(call_id: str) -> Callable[[dict[str, Any]], bool]:
+    """Whether an event is about a tool call: a capture that holds it or a repair that acts on it."""
+
+    def about(event: dict[str, Any]) -> bool:
+        ids = [c["id"] for c in event.get("tool_calls", [])] + [a.get("tool_call_id") for a in event.get("actions", [])]
+        return call_id in ids
+
+    return about
+
+
 def assert_no_addon_failure(log: LogTail, proxy: MitmdumpProcess, first_line: int) -> None:
     assert of_kind(log.events(), "failure") == []
     new_output = "\n".join(proxy.lines[first_line:])
@@ -164,10 +191,11 @@ def test_upstream_cut_mid_stream(
 ) -> None:
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     options = {"abort_after": str(abort_after)} | ({"encoding": encoding} if encoding else {})
+    path, marker = marked()
     received = bytearray()
     with pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"):
         with httpx.stream(
-            "POST", f"{proxy.url}{CHAT}", content=chat_body(stream=True), headers=headers_for(api_key, **options)
+            "POST", f"{proxy.url}{path}", content=chat_body(stream=True), headers=headers_for(api_key, **options)
         ) as response:
             for piece in response.iter_raw():
                 received += piece
@@ -175,7 +203,7 @@ def test_upstream_cut_mid_stream(
     assert bytes(received) == bytes(sent.wire)  # everything the upstream sent, compressed as it was, nothing more
     calls = tool_calls_in(sent.sent)
     if calls:
-        events = log.wait(lambda e: of_kind(e, "captured"))
+        events = own_events(log, marker, "captured")
         (captured,) = of_kind(events, "captured")
         assert (captured["complete"], captured["stored"]) == (False, True)
         assert [c["id"] for c in captured["tool_calls"]] == [calls[0]["id"]]
@@ -184,7 +212,7 @@ def test_upstream_cut_mid_stream(
         repaired = fake.last().doc["messages"][1]
         assert repaired["reasoning_opaque"] == fake.issued[calls[0]["id"]]["reasoning_opaque"]
     else:
-        events = log.wait(lambda e: of_kind(e, "skipped"))
+        events = own_events(log, marker, "skipped")
         (skipped,) = of_kind(events, "skipped")
         assert skipped["reason"].startswith("answer cut off before any tool call (HTTP/1 protocol error: peer closed")
         assert skipped["reason"].endswith("; nothing cached")
@@ -202,16 +230,17 @@ def test_client_gone_mid_stream(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, hang_up: str
 ) -> None:
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
+    path, marker = marked()
     received = b""
     # 0.3 s between events: the client is long gone before the stream would end.
     with httpx.stream(
-        "POST", f"{proxy.url}{CHAT}", content=chat_body(stream=True), headers=headers_for(api_key, event_delay="0.3")
+        "POST", f"{proxy.url}{path}", content=chat_body(stream=True), headers=headers_for(api_key, event_delay="0.3")
     ) as response:
         for piece in response.iter_raw():
             received += piece
             if b'"tool_calls"' in received if hang_up == "after-tool-call" else b"\n\n" in received:
                 break
-    events = log.wait(lambda e: of_kind(e, "captured") or of_kind(e, "skipped"))
+    events = own_events(log, marker, "captured", "skipped")
     proxy.wait_for_line("Client disconnected.", since=first_line)  # mitmdump prints it after the addon's hooks
     if hang_up == "after-tool-call":
         (call,) = tool_calls_in(received)
@@ -236,7 +265,8 @@ def test_upstream_5xx_reaches_the_client_unchanged(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, status: int, stream: bool
 ) -> None:
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
-    response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, status=str(status)))
+    path, marker = marked()
+    response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, status=str(status)), path=path)
     assert response.status_code == status
     assert raw == bytes(ours(fake, since).wire) == json.dumps(SERVER_ERROR).encode()
     assert response.headers["retry-after"] == "1" and response.headers["x-request-id"] == "req_fake_5xx"
@@ -244,12 +274,12 @@ def test_upstream_5xx_reaches_the_client_unchanged(
     # The SDK sees the provider's own error, as it would without the proxy.
     with pytest.raises(openai.APIStatusError, match="The server had an error") as failure:
         client(proxy.url, api_key, status=str(status)).chat.completions.create(
-            model=GEMINI, messages=[QUESTION], tools=TOOLS, stream=stream
+            model=GEMINI, messages=[QUESTION], tools=TOOLS, stream=stream, extra_query={"test": marker}
         )
     assert failure.value.status_code == status
-    diagnosed = of_kind(log.wait(lambda e: len(of_kind(e, "diagnosed")) == 2), "diagnosed")
+    diagnosed = log.wait_for("diagnosed", count=2, where=lambda e: marker in e["url"])
     assert [(e["status"], e["rule"]) for e in diagnosed] == [(status, "unknown")] * 2  # explained, not guessed at
-    assert of_kind(log.events(), "captured") == []
+    assert [e for e in log.events("captured") if marker in e["url"]] == []
     still_serving(fake, proxy, api_key)
     assert_no_addon_failure(log, proxy, first_line)
 
@@ -291,8 +321,9 @@ def test_upstream_that_gives_up_gets_the_client_mitmproxys_502(
 ) -> None:
     """An upstream (or a gateway in front of it) that times out and hangs up without an answer."""
     log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
+    path, marker = marked()
     response = httpx.post(
-        f"{proxy.url}{CHAT}",
+        f"{proxy.url}{path}",
         content=chat_body(stream=True),
         headers=headers_for(api_key, delay="0.3", drop="1"),
         timeout=30,
@@ -301,7 +332,8 @@ def test_upstream_that_gives_up_gets_the_client_mitmproxys_502(
     assert response.headers["server"].startswith("mitmproxy ")
     assert "<h1>502 Bad Gateway</h1>" in response.text and "server closed connection" in response.text
     still_serving(fake, proxy, api_key)
-    assert of_kind(log.events(), "diagnosed") == []  # mitmproxy's own answer is not the provider's to explain
+    # mitmproxy's own answer is not the provider's to explain
+    assert [e for e in log.events("diagnosed") if marker in e["url"]] == []
     assert_no_addon_failure(log, proxy, first_line)
 
 
@@ -408,13 +440,14 @@ def test_request_body_that_is_not_json_is_forwarded_and_skipped(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, wire_format: str, spoilt: str
 ) -> None:
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
-    path, body = LLM_REQUESTS[wire_format]
+    route, body = LLM_REQUESTS[wire_format]
+    path, marker = marked(route)
     if spoilt == "truncated":  # valid UTF-8, cut off just before its closing brackets
         body = body.replace(b"\xe9", b"e")[:-3]
     response = httpx.post(f"{proxy.url}{path}", content=body, headers={"content-type": "application/json"}, timeout=30)
     assert ours(fake, since).body == body
     assert response.status_code == 400 and "could not parse the JSON body" in response.text  # the provider's
-    events = log.wait(lambda e: of_kind(e, "skipped"))
+    events = own_events(log, marker, "skipped")
     assert [(e["reason"], e["url"]) for e in of_kind(events, "skipped")] == [
         ("request body is not valid JSON; forwarded unchanged", f"{fake.url}{path}")
     ]
@@ -428,11 +461,12 @@ def test_response_body_that_is_not_json_is_forwarded_and_skipped(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, spoilt: str, stream: bool
 ) -> None:
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
-    response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, corrupt=spoilt))
+    path, marker = marked()
+    response, raw = fetch_raw(proxy.url, chat_body(stream=stream), headers_for(api_key, corrupt=spoilt), path=path)
     sent = ours(fake, since)
     assert response.status_code == 200 and raw == bytes(sent.wire) == bytes(sent.sent)
     assert (b"\xe9" in raw) if spoilt == "non-utf8" else (b"[DONE]" in raw if stream else not raw.endswith(b"}"))
-    events = log.wait(lambda e: of_kind(e, "skipped"))
+    events = own_events(log, marker, "skipped")
     (skipped,) = of_kind(events, "skipped")
     if stream:  # every event but [DONE] is spoilt
         spoilt_events = sent.sent.count(b"data: {")  # the reasoning and the tool call
@@ -471,7 +505,7 @@ def test_compressed_request_is_repaired_and_recompressed(
     message = received.doc["messages"][1]  # the fake decoded it with its own decoder
     assert message["content"] is None
     assert message["reasoning_opaque"] == fake.issued[call["id"]]["reasoning_opaque"]
-    (repaired,) = of_kind(log.wait(lambda e: of_kind(e, "repaired")), "repaired")
+    (repaired,) = log.wait_for("repaired", where=calling(call["id"]))
     assert {a["kind"] for a in repaired["actions"]} == {"content_null", "restored"}
     assert_no_addon_failure(log, proxy, first_line)
 
@@ -487,7 +521,7 @@ def test_compressed_response_reaches_the_client_as_sent_and_is_captured(
     assert response.headers["content-encoding"] == encoding
     assert raw == bytes(sent.wire)  # the compressed bytes, untouched
     calls = tool_calls_in(sent.sent) if stream else json.loads(sent.sent)["choices"][0]["message"]["tool_calls"]
-    (captured,) = of_kind(log.wait(lambda e: of_kind(e, "captured")), "captured")
+    (captured,) = log.wait_for("captured", where=calling(calls[0]["id"]))
     assert captured["stored"] and captured["complete"] and captured["streamed"] is stream
     assert [c["id"] for c in captured["tool_calls"]] == [calls[0]["id"]]
     assert {"reasoning_opaque", "reasoning_text"} <= set(captured["fields"])
