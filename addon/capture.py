@@ -84,13 +84,19 @@ class ResponseCapture:
             wire_format = formats.by_name(meta["format"])
             captured = []
             unavailable = None
-            for record in tap.reader.records(complete=complete):
+            records = tap.reader.records(complete=complete)
+            over = tap.reader.budget.over
+            if over is not None:
+                report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.config.events)
+            for record in records:
                 record = record.model_copy(
                     update={"request_model": meta.get("request_model"), "captured_at": time.time()}
                 )
                 keys = record.keys()
                 stored, note = False, None
-                if keys:
+                if keys and over is not None:
+                    note = f"not cached: {over}"
+                elif keys:
                     kept, note = storable(record, wire_format)
                     if kept is None:
                         report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.config.events)

@@ -23,3 +23,63 @@ MAX_RECORD_BYTES = 8 * MiB
 MAX_LOG_LINE_BYTES = 64 * KiB
 # Readable text (reasoning text, thinking) written to the log per field; its length and hash are kept.
 MAX_LOGGED_TEXT_CHARS = 4096
+# What a reader holds of one answer while it streams, in all, and the tool calls of one answer: past either the
+# answer is read to its end but nothing more is kept, and it is not cached.
+MAX_ANSWER_BYTES = 16 * MiB
+MAX_TOOL_CALLS = 256
+
+
+def utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+class Budget:
+    """What one answer's reader may still hold. The first bound it meets is kept as `over`, for the capture to
+    say why the answer was not cached; from then on nothing more is held."""
+
+    __slots__ = ("over", "used", "calls")
+
+    def __init__(self) -> None:
+        self.over: str | None = None
+        self.used = 0
+        self.calls = 0
+
+    def take(self, what: str, size: int, held: int = 0) -> bool:
+        """Whether `size` more bytes of `what` (which holds `held` already) may be kept."""
+        if self.over is not None:
+            return False
+        if held + size > MAX_VALUE_BYTES:
+            self.over = f"its {what} is over the {MAX_VALUE_BYTES // MiB} MiB limit per stored value"
+        elif self.used + size > MAX_ANSWER_BYTES:
+            self.over = f"its reasoning state is over the {MAX_ANSWER_BYTES // MiB} MiB limit per answer"
+        else:
+            self.used += size
+            return True
+        return False
+
+    def take_call(self) -> bool:
+        """Whether one more tool call may be kept."""
+        if self.over is None and self.calls >= MAX_TOOL_CALLS:
+            self.over = f"it makes more than {MAX_TOOL_CALLS} tool calls"
+        self.calls += 1
+        return self.over is None
+
+
+class Parts:
+    """A text that arrives in pieces, kept within a budget and joined once."""
+
+    __slots__ = ("what", "budget", "pieces", "size")
+
+    def __init__(self, what: str, budget: Budget) -> None:
+        self.what = what
+        self.budget = budget
+        self.pieces: list[str] = []
+        self.size = 0
+
+    def append(self, piece: str) -> None:
+        size = utf8_size(piece)
+        if self.budget.take(self.what, size, self.size):
+            self.pieces.append(piece)
+            self.size += size
+        elif self.pieces:
+            self.pieces = []  # never used once over: let it go

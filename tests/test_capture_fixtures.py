@@ -13,7 +13,7 @@ import zstandard
 from llm_reasoning_proxy import formats
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
 from llm_reasoning_proxy.records import ReasoningRecord, arguments_digest
-from llm_reasoning_proxy.response_tap import ResponseTap
+from llm_reasoning_proxy.response_tap import ResponseTap, read_recorded
 
 from tests.support import capture
 
@@ -161,10 +161,10 @@ def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
     assert record.complete is False
 
 
-def test_a_text_field_past_the_limit_is_dropped_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_reasoning_proxy.formats import chat_completions
+def test_a_text_field_past_the_limit_stops_the_answer_being_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_reasoning_proxy import limits
 
-    monkeypatch.setattr(chat_completions, "MAX_FIELD_CHARS", 100)
+    monkeypatch.setattr(limits, "MAX_VALUE_BYTES", 100)
     chunks = [{"id": "r", "choices": [{"index": 0, "delta": {"reasoning_content": "x" * 40}}]} for _ in range(5)]
     chunks.append(
         {
@@ -188,8 +188,11 @@ def test_a_text_field_past_the_limit_is_dropped_not_kept(monkeypatch: pytest.Mon
         }
     )
     raw = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-    (record,) = tap_records(raw, sse=True, size=None)
-    assert record.fields == {"reasoning_opaque": "OPQ"}
+    reader = ChatCompletions().reader()
+    read_recorded(reader, raw, sse=True)
+    # What it held is let go, and nothing after the bound is kept (not even the tool call that came later).
+    assert reader.records(complete=True) == []
+    assert reader.budget.over == "its reasoning_content is over the 0 MiB limit per stored value"
 
 
 def test_reasoning_fragments_of_two_choices_stay_apart() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy.formats import CacheView, RepairContext
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.formats.chat_fields import merge_detail_fragments
+from llm_reasoning_proxy.formats.chat_fields import DetailAssembler
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, display_call_id, split_call_id
 
 from tests.test_capture_fixtures import tap_records
@@ -91,13 +91,13 @@ def test_details_are_put_back_unmodified_and_empty_counts_as_missing() -> None:
     assert [a.describe() for a in actions] == ["restored reasoning_details on messages[1] (tool call tool_123)"]
 
 
-def test_merge_detail_fragments_concatenates_strings_per_type_and_index() -> None:
-    details: list[dict] = []
-    merge_detail_fragments(details, [{"type": "reasoning.text", "text": "a", "signature": "", "index": 0}])
-    merge_detail_fragments(details, [{"type": "reasoning.text", "text": "b", "index": 0}, "junk"])
-    merge_detail_fragments(details, [{"type": "reasoning.encrypted", "data": "D", "id": "x", "index": 0}])
-    merge_detail_fragments(details, [{"type": "reasoning.text", "signature": "SIG", "index": 0}])
-    assert details == [
+def test_detail_fragments_are_joined_per_type_and_index() -> None:
+    details = DetailAssembler()
+    details.add([{"type": "reasoning.text", "text": "a", "signature": "", "index": 0}])
+    details.add([{"type": "reasoning.text", "text": "b", "index": 0}, "junk"])
+    details.add([{"type": "reasoning.encrypted", "data": "D", "id": "x", "index": 0}])
+    details.add([{"type": "reasoning.text", "signature": "SIG", "index": 0}])
+    assert details.entries() == [
         {"type": "reasoning.text", "text": "ab", "signature": "SIG", "index": 0},
         {"type": "reasoning.encrypted", "data": "D", "id": "x", "index": 0},
     ]

@@ -23,7 +23,9 @@ import os
 import stat
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,8 +34,10 @@ import pytest
 from mitmproxy import io
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
+from tests.support import hostile_answers
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
+from tests.support.hostile_upstream import Answer, HostileUpstream
 from tests.support.planted import every_shape
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
@@ -456,3 +460,198 @@ def test_no_planted_secret_is_in_flow_comments_the_export_or_the_check_report(
     assert leaked(b"".join(path.read_bytes() for path in out.iterdir())) == []
     report = offline_cli("check", str(secret_session.flows))
     assert "would fail as sent" in report.stdout and leaked(report.stdout + report.stderr) == []
+
+
+# --- 2. answers that would cost a quadratic parse -------------------------------------------------
+
+ANSWERS = {
+    "chat reasoning_details with distinct indexes": ("/v1/chat/completions", hostile_answers.chat_details),
+    "chat tool calls without index": ("/v1/chat/completions", hostile_answers.chat_calls_without_index),
+    "responses items without output_index": ("/v1/responses", hostile_answers.responses_items_without_index),
+}
+FRAGMENTS = 30_000  # 4 to 6 MB answers
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[HostileUpstream]:
+    upstream = HostileUpstream().start()
+    yield upstream
+    upstream.stop()
+
+
+@pytest.fixture(scope="module")
+def hostile_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("hostile-state")
+
+
+@pytest.fixture(scope="module")
+def side_by_side(hostile: HostileUpstream, confdir: Path, hostile_state: Path) -> Iterator[dict[str, MitmdumpProcess]]:
+    """The addon, and plain mitmdump that only streams event streams (as any LLM proxy must), both in front of
+    the hostile upstream."""
+    state = hostile_state
+    addon = reverse_proxy(hostile.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl")
+    plain = MitmdumpProcess(
+        "--mode",
+        f"reverse:{hostile.url}",
+        "-s",
+        str(ROOT / "scripts" / "bench_stream_only.py"),
+        confdir=confdir,
+        addon=False,
+    )
+    with addon, plain:
+        yield {"addon": addon, "plain": plain}
+
+
+def answer_then_another(proxy: MitmdumpProcess, path: str, body: bytes) -> float:
+    """Seconds until the client has the whole answer and then another conversation's (small) request answered:
+    the reader's work, done after the answer's last byte, would hold that second request up."""
+    started = time.monotonic()
+    with httpx.Client(base_url=proxy.url, timeout=300) as http:
+        with http.stream("POST", path, content=body, headers={"content-type": "application/json"}) as response:
+            assert response.status_code == 200 and sum(len(piece) for piece in response.iter_raw()) > 4_000_000
+        assert http.get("/another/conversation").status_code == 200
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("case", sorted(ANSWERS))
+def test_an_answer_built_to_be_expensive_to_read_costs_what_plain_mitmdump_spends_on_it(
+    hostile: HostileUpstream, side_by_side: dict[str, MitmdumpProcess], case: str
+) -> None:
+    path, make = ANSWERS[case]
+    served = f"/{uuid.uuid4().hex}{path}"
+    hostile.serve(served, Answer(headers={"content-type": "text/event-stream"}, body=lambda: [make(FRAGMENTS)]))
+    body = json.dumps({"model": "m", "messages": [QUESTION], "input": [QUESTION], "stream": True}).encode()
+    # Side by side, alternating, the fastest of two each: the machine's noise falls on both alike.
+    seconds = {name: [] for name in side_by_side}
+    for _ in range(2):
+        for name, proxy in side_by_side.items():
+            seconds[name].append(answer_then_another(proxy, served, body))
+    addon, plain = min(seconds["addon"]), min(seconds["plain"])
+    assert addon < 3 * plain + 2.0, f"{case}: {addon:.2f}s through the addon, {plain:.2f}s through plain mitmdump"
+
+
+# --- 3. answers too big to store or log -----------------------------------------------------------
+
+MB = 1 << 20
+
+
+def thinking_stream(size: int) -> Iterator[bytes]:
+    """An Anthropic answer whose thinking is `size` bytes (64 KB a delta), then a tool call: 110 MB in the field."""
+
+    def event(kind: str, doc: dict) -> bytes:
+        return f"event: {kind}\ndata: {json.dumps(doc)}\n\n".encode()
+
+    yield event("message_start", {"type": "message_start", "message": {"id": f"msg_{uuid.uuid4().hex}", "model": "c"}})
+    yield event(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": ""}},
+    )
+    piece = event(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "y" * 65536}},
+    )
+    for _ in range(size // 65536):
+        yield piece
+    yield event(
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}},
+    )
+    yield event("content_block_stop", {"type": "content_block_stop", "index": 0})
+    use = {"type": "tool_use", "id": f"toolu_{uuid.uuid4().hex}", "name": "f", "input": {}}
+    yield event("content_block_start", {"type": "content_block_start", "index": 1, "content_block": use})
+    yield event("content_block_stop", {"type": "content_block_stop", "index": 1})
+    yield event("message_stop", {"type": "message_stop"})
+
+
+def arguments_stream(size: int) -> Iterator[bytes]:
+    """A chat answer that streams `size` bytes of one tool call's arguments, 64 KB a chunk."""
+    head = {
+        "id": "c1",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "reasoning_content": "r"}}],
+    }
+    yield b"data: " + json.dumps(head).encode() + b"\n\n"
+    call = {"index": 0, "id": f"call_{uuid.uuid4().hex}", "function": {"name": "f", "arguments": ""}}
+    yield (
+        b"data: "
+        + json.dumps({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}).encode()
+        + b"\n\n"
+    )
+    fragment = {
+        "id": "c1",
+        "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "z" * 65536}}]}}],
+    }
+    chunk = b"data: " + json.dumps(fragment).encode() + b"\n\n"
+    for _ in range(size // 65536):
+        yield chunk
+    yield b"data: [DONE]\n\n"
+
+
+def stream_through(proxy: MitmdumpProcess, path: str, body: dict) -> int:
+    with httpx.Client(base_url=proxy.url, timeout=600) as http:
+        with http.stream("POST", path, json=body) as response:
+            assert response.status_code == 200
+            return sum(len(piece) for piece in response.iter_raw())
+
+
+BIG = {
+    "anthropic thinking": ("/v1/messages", lambda: thinking_stream(110 * MB), "thinking"),
+    "chat tool call arguments": ("/v1/chat/completions", lambda: arguments_stream(300 * MB), "tool call arguments"),
+    "chat reasoning_content": (
+        "/v1/chat/completions",
+        lambda: iter([json_event(reasoning_chunk("w" * (5 * MB)))]),
+        "reasoning_content",
+    ),
+}
+
+
+def reasoning_chunk(text: str) -> dict:
+    call = {"index": 0, "id": f"call_{uuid.uuid4().hex}", "function": {"name": "f", "arguments": "{}"}}
+    return {
+        "id": "c1",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"reasoning_content": text, "tool_calls": [call]}}],
+    }
+
+
+def json_event(doc: dict) -> bytes:
+    return b"data: " + json.dumps(doc).encode() + b"\n\n"
+
+
+def memory_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident memory of a process from /proc: now (VmRSS), or its peak so far (VmHWM)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:"))) / 1024
+
+
+@pytest.mark.parametrize("case", sorted(BIG))
+def test_an_answer_too_big_to_store_is_logged_bounded_not_cached_and_its_memory_given_back(
+    hostile: HostileUpstream, confdir: Path, tmp_path: Path, case: str
+) -> None:
+    path, make, what = BIG[case]
+    served = f"/{uuid.uuid4().hex}{path}"
+    hostile.serve(served, Answer(headers={"content-type": "text/event-stream"}, body=make))
+    body = {"model": "m", "max_tokens": 1, "messages": [QUESTION], "thinking": {"type": "enabled"}, "stream": True}
+    log = LogTail(tmp_path / "events.jsonl")
+    with reverse_proxy(
+        hostile.url, confdir, llm_cache=tmp_path / "cache.db", llm_log=tmp_path / "events.jsonl"
+    ) as proxy:
+        httpx.get(f"{proxy.url}/warm-up", timeout=60)  # a first flow: what is measured is the answers' own cost
+        started = memory_mb(proxy.pid)
+        for answer in range(3):
+            assert stream_through(proxy, served, body) > 5 * MB
+            log.wait_for("skipped", answer + 1, where=lambda e: served in e["url"])
+            if answer == 0:
+                after_first = memory_mb(proxy.pid)
+        after_all, peak = memory_mb(proxy.pid), memory_mb(proxy.pid, "VmHWM")
+    skipped = [e for e in log.events("skipped") if served in e["url"]]
+    assert [e["reason"] for e in skipped] == [
+        f"answer over a bound: its {what} is over the 4 MiB limit per stored value; read to its end, not cached"
+    ] * 3
+    captured = [e for e in log.events("captured") if served in e["url"]]
+    assert not any(e["stored"] for e in captured)  # what was read is logged (or nothing is), never stored
+    # No log line is longer than its bound, the cache holds nothing of it, and memory is back where it was.
+    assert max(len(line) for line in (tmp_path / "events.jsonl").read_bytes().splitlines()) <= 64 * 1024
+    assert sum(p.stat().st_size for p in tmp_path.glob("cache.db*")) < 8 * MB
+    assert after_all - after_first < 16, f"{case}: {after_first:.0f} MB after one answer, {after_all:.0f} after three"
+    assert peak - started < 64, f"{case}: {started:.0f} MB before, {peak:.0f} MB at the peak"

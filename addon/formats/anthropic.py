@@ -16,10 +16,11 @@ current tool loop that hold `tool_use` blocks and no thinking block at all.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from .. import jsoncodec
+from ..limits import Budget, Parts
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
@@ -59,15 +60,32 @@ def is_thinking_block(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") in THINKING_TYPES
 
 
+# What an open block costs the answer's budget whatever it holds: an answer of countless empty blocks is bounded too.
+_BLOCK_COST = 1024
+
+
 @dataclass(slots=True)
 class _Block:
     """One content block of a response as it is assembled from stream events."""
 
     start: dict[str, Any]  # the block as content_block_start (or the whole document) gave it
-    thinking: list[str] = field(default_factory=list)
-    signature: list[str] = field(default_factory=list)
-    partial_json: list[str] = field(default_factory=list)
+    thinking: Parts
+    signature: Parts
+    partial_json: Parts
     stopped: bool = False
+
+    @classmethod
+    def opened(cls, start: dict[str, Any], budget: Budget, *, stopped: bool = False) -> _Block:
+        kind = start.get("type")
+        if kind not in (*THINKING_TYPES, "tool_use"):
+            start = {"type": kind}  # an answer's text is not needed, only where the block sits
+        return cls(
+            start,
+            Parts("thinking", budget),
+            Parts("signature", budget),
+            Parts("tool call arguments", budget),
+            stopped,
+        )
 
     @property
     def type(self) -> str:
@@ -77,10 +95,10 @@ class _Block:
     def thinking_block(self) -> dict[str, Any]:
         """The block as the non-streamed response would hold it: deltas appended, keys in place."""
         block = dict(self.start)
-        if self.thinking:
-            block["thinking"] = jsoncodec.join_text([_text(block.get("thinking")), *self.thinking])
-        if self.signature:
-            block["signature"] = jsoncodec.join_text([_text(block.get("signature")), *self.signature])
+        if self.thinking.pieces:
+            block["thinking"] = jsoncodec.join_text([_text(block.get("thinking")), *self.thinking.pieces])
+        if self.signature.pieces:
+            block["signature"] = jsoncodec.join_text([_text(block.get("signature")), *self.signature.pieces])
         return block
 
     def tool_call(self, *, whole: bool) -> ToolCallRef | None:
@@ -91,7 +109,7 @@ class _Block:
         if not isinstance(name, str) or not whole:
             # Input cut short: the id still links the call, a name+input fingerprint would be wrong.
             return ToolCallRef(id=call_id)
-        streamed = jsoncodec.join_text(self.partial_json)
+        streamed = jsoncodec.join_text(self.partial_json.pieces)
         arguments = canonical_arguments(streamed if streamed else self.start.get("input", {}))
         return ToolCallRef(id=call_id, name=name, arguments=arguments)
 
@@ -107,10 +125,11 @@ class AnthropicReader:
         self._blocks: dict[int, _Block] = {}
         self._ended = False  # message_stop seen, or a whole document read
         self.unreadable = 0  # events that held no JSON (the capture says so in the log)
+        self.budget = Budget()
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
-        if not any(marker in data for marker in _EVENT_MARKERS):
+        if self.budget.over is not None or not any(marker in data for marker in _EVENT_MARKERS):
             return
         # Dispatch on the data's own "type": with blank lines missing, one SSE event holds many.
         docs = list(event_documents(data))
@@ -135,8 +154,8 @@ class AnthropicReader:
             return
         if kind == "content_block_start":
             block = doc.get("content_block")
-            if isinstance(block, dict):
-                self._blocks[index] = _Block(block)
+            if isinstance(block, dict) and self._may_open(index, block):
+                self._blocks[index] = _Block.opened(block, self.budget)
             return
         current = self._blocks.get(index)
         if current is None:
@@ -172,8 +191,20 @@ class AnthropicReader:
         if not isinstance(content, list):
             return
         for index, block in enumerate(content):
-            if isinstance(block, dict):
-                self._blocks[index] = _Block(block, stopped=True)
+            if isinstance(block, dict) and self._may_open(index, block):
+                self._blocks[index] = _Block.opened(block, self.budget, stopped=True)
+
+    def _may_open(self, index: int, block: dict[str, Any]) -> bool:
+        """Whether the answer's budget holds one more block (a tool call counts as one, a redacted_thinking block
+        by its size)."""
+        if index in self._blocks:
+            return True
+        kind = block.get("type")
+        if kind == "tool_use":
+            return self.budget.take_call()
+        if kind == "redacted_thinking":
+            return self.budget.take("redacted_thinking", len(jsoncodec.dumps(block)))
+        return self.budget.take("content block", _BLOCK_COST)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         # Unless the message ended, only blocks that ended are whole: a thinking block cut before

@@ -9,6 +9,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 from urllib.parse import unquote
 
 from .. import jsoncodec
+from ..limits import Budget
 from ..records import (
     FINGERPRINT_PREFIX,
     ReasoningRecord,
@@ -110,7 +111,13 @@ class RepairContext:
 
 
 class ResponseReader(Protocol):
-    """Collects the reasoning of one response, from SSE events or from a whole body."""
+    """Collects the reasoning of one response, from SSE events or from a whole body.
+
+    What it holds goes through its `budget` (addon/limits.py): once a bound is met it keeps nothing more, and
+    the answer is not cached.
+    """
+
+    budget: Budget
 
     def feed_event(self, event: SSEEvent) -> None: ...
 

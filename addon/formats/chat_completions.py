@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from .. import jsoncodec
+from ..limits import Budget, Parts
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
 from .base import (
@@ -33,10 +34,10 @@ from .chat_fields import (
     MESSAGE_FIELDS,
     TEXT_FIELDS,
     WHOLE_FIELDS,
+    DetailAssembler,
     call_field,
     is_missing,
     litellm_short_id,
-    merge_detail_fragments,
     set_call_field,
 )
 
@@ -64,27 +65,28 @@ def _interesting(data: bytes) -> bool:
 
 _MARKERS = (b"reasoning", b"tool_calls", b"extra_content")
 _KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
-# Past this, a streamed text field is dropped rather than kept: memory stays bounded whatever a stream holds.
-MAX_FIELD_CHARS = 4 * 1024 * 1024
 # Chunks set aside for a batch parse are parsed early past this, so memory stays bounded.
-MAX_PENDING_BYTES = 16 * 1024 * 1024
+MAX_PENDING_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(slots=True)
 class _ToolCallSlot:
+    arguments: Parts
     id: str = ""
     name: str = ""
-    arguments: list[str] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
 class _ChoiceState:
-    texts: dict[str, list[str]] = field(default_factory=dict)
-    text_chars: dict[str, int] = field(default_factory=dict)  # -1 once a field outgrew MAX_FIELD_CHARS
+    budget: Budget  # the reader's, shared by its choices
+    texts: dict[str, Parts] = field(default_factory=dict)
     whole: dict[str, Any] = field(default_factory=dict)
-    details: list[dict[str, Any]] = field(default_factory=list)
+    details: DetailAssembler | None = None
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
+    # calls that came without an index: where each id went, and the call a bare fragment continues
+    call_ids: dict[str, int] = field(default_factory=dict)
+    last_call: int = -1
 
     def add(self, part: dict[str, Any]) -> None:
         # Most deltas hold one or two keys: visit the kept ones present, in the provider's order.
@@ -93,39 +95,41 @@ class _ChoiceState:
                 continue
             if name in TEXT_FIELDS:
                 if isinstance(value, str):
-                    self.add_text(name, value)
+                    texts = self.texts.get(name)
+                    if texts is None:
+                        texts = self.texts[name] = Parts(name, self.budget)
+                    texts.append(value)
             elif name in WHOLE_FIELDS:
-                if value is not None:
+                if value is not None and self.budget.take(name, len(jsoncodec.dumps(value))):
                     self.whole[name] = value
             elif name == DETAILS_FIELD:
                 if isinstance(value, list):
-                    merge_detail_fragments(self.details, value)
+                    if self.details is None:
+                        self.details = DetailAssembler(self.budget)
+                    self.details.add(value)
             elif isinstance(value, list):  # tool_calls
                 for call in value:
                     if isinstance(call, dict):
                         self._add_call(call)
-
-    def add_text(self, name: str, value: str) -> None:
-        chars = self.text_chars.get(name, 0)
-        if chars < 0:
-            return
-        if chars + len(value) > MAX_FIELD_CHARS:
-            self.text_chars[name] = -1
-            self.texts.pop(name, None)
-            return
-        self.text_chars[name] = chars + len(value)
-        self.texts.setdefault(name, []).append(value)
 
     def _add_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
         index = call.get("index")
         if not isinstance(index, int):
             # Without an index, a new id starts a new call and a bare fragment continues the last.
-            known = any(slot.id == call_id for slot in self.calls.values())
-            index = len(self.calls) if (call_id and not known) or not self.calls else max(self.calls)
-        slot = self.calls.setdefault(index, _ToolCallSlot())
+            if call_id and call_id not in self.call_ids or not self.calls:
+                index = len(self.calls)
+            else:
+                index = self.last_call
+        slot = self.calls.get(index)
+        if slot is None:
+            if not self.budget.take_call():
+                return
+            slot = self.calls[index] = _ToolCallSlot(Parts("tool call arguments", self.budget))
+        self.last_call = max(self.last_call, index)
         if call_id and not slot.id:
             slot.id = call_id
+            self.call_ids.setdefault(call_id, index)
         function = call.get("function")
         if isinstance(function, dict):
             name = function.get("name")
@@ -140,10 +144,12 @@ class _ChoiceState:
                 slot.fields[name] = value
 
     def fields(self) -> dict[str, Any]:
-        fields: dict[str, Any] = {name: jsoncodec.join_text(parts) for name, parts in self.texts.items()}
+        fields: dict[str, Any] = {
+            name: jsoncodec.join_text(parts.pieces) for name, parts in self.texts.items() if parts.pieces
+        }
         fields.update(self.whole)
         if self.details:
-            fields[DETAILS_FIELD] = self.details
+            fields[DETAILS_FIELD] = self.details.entries()
         return fields
 
     def tool_calls(self) -> list[ToolCallRef]:
@@ -151,7 +157,7 @@ class _ChoiceState:
             ToolCallRef(
                 id=slot.id,
                 name=slot.name,
-                arguments=jsoncodec.join_text(slot.arguments),
+                arguments=jsoncodec.join_text(slot.arguments.pieces),
                 aliases=[short] if (short := litellm_short_id(slot.id)) else [],
                 fields=slot.fields,
             )
@@ -171,10 +177,11 @@ class ChatCompletionsReader:
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self.unreadable = 0  # events that held no JSON (the capture says so in the log)
+        self.budget = Budget()
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
-        if data == b"[DONE]":
+        if data == b"[DONE]" or self.budget.over is not None:  # nothing more is kept of an answer over a bound
             return
         if self.response_id is None:  # the first chunk is read at once: the rest is judged by it
             self._parse(data)
@@ -239,7 +246,7 @@ class ChatCompletionsReader:
             key = index if type(index) is int else position
             state = states.get(key)
             if state is None:
-                state = states[key] = _ChoiceState()
+                state = states[key] = _ChoiceState(self.budget)
             state.add(part)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..limits import Budget, utf8_size
 from ..records import split_call_id
 
 TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
@@ -34,31 +35,61 @@ CALL_FIELDS = (
 _DETAIL_IDENTITY = ("type", "index", "format", "id")
 
 
-def merge_detail_fragments(details: list[dict[str, Any]], fragments: list[Any]) -> None:
-    """Folds streamed `reasoning_details` fragments into whole entries, in order of appearance.
+class DetailAssembler:
+    """Folds streamed `reasoning_details` fragments into whole entries, in order of appearance, in time linear in
+    the fragments: entries are found by their identity and their strings are joined once, at the end.
 
     Fragments of one entry share `type` and `index` (an encrypted entry and a
     summary can both have index 0); their strings are concatenated, so a text
     split over many chunks and a signature sent last both end up whole.
     """
-    for fragment in fragments:
-        if not isinstance(fragment, dict):
-            continue
-        entry = next(
-            (d for d in details if d.get("type") == fragment.get("type") and d.get("index") == fragment.get("index")),
-            None,
-        )
-        if entry is None:
-            details.append(dict(fragment))
-            continue
-        for key, value in fragment.items():
-            if key in _DETAIL_IDENTITY:
-                if entry.get(key) is None:
+
+    def __init__(self, budget: Budget | None = None) -> None:
+        self._budget = budget or Budget()
+        self._entries: dict[tuple[Any, Any], dict[str, Any]] = {}
+        self._parts: dict[tuple[Any, Any], dict[str, list[str]]] = {}
+        self._sizes: dict[tuple[Any, Any], int] = {}  # bytes of each entry's strings, for the budget
+
+    def __bool__(self) -> bool:
+        return bool(self._entries)
+
+    def add(self, fragments: list[Any]) -> None:
+        for fragment in fragments:
+            if not isinstance(fragment, dict):
+                continue
+            identity = (_hashable(fragment.get("type")), _hashable(fragment.get("index")))
+            size = sum(utf8_size(value) for value in fragment.values() if isinstance(value, str))
+            if not self._budget.take(DETAILS_FIELD, size, self._sizes.get(identity, 0)):
+                return
+            self._sizes[identity] = self._sizes.get(identity, 0) + size
+            entry = self._entries.get(identity)
+            if entry is None:
+                self._entries[identity] = dict(fragment)
+                self._parts[identity] = {}
+                continue
+            parts = self._parts[identity]
+            for key, value in fragment.items():
+                if key in _DETAIL_IDENTITY:
+                    if entry.get(key) is None:
+                        entry[key] = value
+                elif isinstance(value, str) and (key in parts or isinstance(entry.get(key), str)):
+                    parts.setdefault(key, [entry[key]] if key not in parts else []).append(value)
+                elif value is not None:
                     entry[key] = value
-            elif isinstance(value, str) and isinstance(entry.get(key), str):
-                entry[key] += value
-            elif value is not None:
-                entry[key] = value
+                    parts.pop(key, None)
+
+    def entries(self) -> list[dict[str, Any]]:
+        whole = []
+        for identity, entry in self._entries.items():
+            entry = dict(entry)
+            for key, parts in self._parts[identity].items():
+                entry[key] = "".join(parts)
+            whole.append(entry)
+        return whole
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
 
 
 def call_field(call: dict[str, Any], name: str) -> Any:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
+from ..limits import Budget
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, call_lookup_keys, event_documents
@@ -110,6 +111,7 @@ def _answer_digest() -> Any:
 
 @dataclass(slots=True)
 class _CandidateState:
+    budget: Budget  # the reader's, shared by its candidates
     calls: list[ToolCallRef] = field(default_factory=list)
     # The answer text is only needed as a key: it is hashed as it streams, never kept whole.
     answer_digest: Any = field(default_factory=_answer_digest)
@@ -120,8 +122,12 @@ class _CandidateState:
 
     def add(self, part: dict[str, Any]) -> None:
         signature = part_signature(part)
+        if signature is not None and not self.budget.take(SIGNATURE, len(signature)):
+            return
         call = function_call(part)
         if call is not None:
+            if not self.budget.take_call():
+                return
             call_id, name, arguments = call_parts(call)
             self.calls.append(
                 ToolCallRef(
@@ -150,9 +156,10 @@ class GeminiReader:
         self.response_model: str | None = None
         self._states: dict[int, _CandidateState] = {}
         self.unreadable = 0  # events that held no JSON (the capture says so in the log)
+        self.budget = Budget()
 
     def feed_event(self, event: SSEEvent) -> None:
-        if self.skippable(event.data):
+        if self.budget.over is not None or self.skippable(event.data):
             return
         docs = list(event_documents(event.data))
         self.unreadable += not docs
@@ -174,7 +181,7 @@ class GeminiReader:
             self.response_id = doc["responseId"]
         if self.response_model is None and isinstance(doc.get("modelVersion"), str):
             self.response_model = doc["modelVersion"]
-        _read_candidates(doc.get("candidates"), self._states)
+        _read_candidates(doc.get("candidates"), self._states, self.budget)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         records = []
@@ -199,7 +206,7 @@ class GeminiReader:
         return records
 
 
-def _read_candidates(candidates: Any, states: dict[int, _CandidateState]) -> None:
+def _read_candidates(candidates: Any, states: dict[int, _CandidateState], budget: Budget) -> None:
     if not isinstance(candidates, list):
         return
     for position, candidate in enumerate(candidates):
@@ -210,7 +217,10 @@ def _read_candidates(candidates: Any, states: dict[int, _CandidateState]) -> Non
         if not isinstance(parts, list):
             continue
         index = candidate.get("index")
-        state = states.setdefault(index if isinstance(index, int) else position, _CandidateState())
+        key = index if isinstance(index, int) else position
+        state = states.get(key)
+        if state is None:
+            state = states[key] = _CandidateState(budget)
         for part in parts:
             if isinstance(part, dict):
                 state.add(part)

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .. import jsoncodec
-from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
+from ..limits import Budget
+from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, RepairContext, body_model, call_lookup_keys, deployment_model
 
@@ -101,16 +102,31 @@ def _call_parts(item: dict[str, Any]) -> tuple[str | None, str | None, Any]:
 
 
 def _tool_call_ref(item: dict[str, Any]) -> ToolCallRef | None:
-    call_id, name, arguments = _call_parts(item)
+    call_id, name, _ = _call_parts(item)
     if call_id is None:
         return None
     fc_id = _string(item.get("id"))
     return ToolCallRef(
         id=call_id,
         name=name or "",
-        arguments=arguments if isinstance(arguments, str) else canonical_arguments(arguments),
+        arguments_sha256=item[_DIGEST],
         aliases=[fc_id] if fc_id and fc_id != call_id else [],
     )
+
+
+_DIGEST = "arguments_sha256"
+
+
+def _kept(item: dict[str, Any]) -> dict[str, Any]:
+    """What a record needs of an output item: a reasoning item whole; of a function call its ids, name and a
+    digest of its arguments; of anything else its type, role and id (an answer's text is not needed)."""
+    if _is_reasoning(item):
+        return item
+    kept = {key: item[key] for key in ("type", "role", "id", "call_id", "name") if key in item}
+    if item.get("type") == "function_call":
+        arguments = item.get("arguments", "")
+        kept[_DIGEST] = arguments_digest(arguments if isinstance(arguments, str) else canonical_arguments(arguments))
+    return kept
 
 
 def _payload_lines(data: bytes) -> Iterator[bytes]:
@@ -123,11 +139,15 @@ class ResponsesReader:
         self.response_id: str | None = None
         self.response_model: str | None = None
         self._items: dict[int, dict[str, Any]] = {}  # output_index -> the item, whole
+        self._next_index = 0  # where an item that came without an output_index goes: after every other
         self._done_reasoning: set[str] = set()  # rs_ ids that came in an output_item.done event
         self.unreadable = 0  # events that held no JSON (the capture says so in the log)
+        self.budget = Budget()
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
+        if self.budget.over is not None:  # nothing more is kept of an answer over a bound
+            return
         if b"\n" in data:
             try:
                 doc = jsoncodec.loads(data)
@@ -198,8 +218,10 @@ class ResponsesReader:
             return
         index = doc.get("output_index")
         if not isinstance(index, int) or isinstance(index, bool):
-            index = max(self._items, default=-1) + 1
-        self._items[index] = item
+            index = self._next_index
+        if not self._keep(index, item):
+            return
+        self._next_index = max(self._next_index, index + 1)
         reasoning_id = _reasoning_id(item)
         if reasoning_id is not None:
             self._done_reasoning.add(reasoning_id)
@@ -211,7 +233,18 @@ class ResponsesReader:
         for index, item in enumerate(output):
             if not isinstance(item, dict) or index in self._items or _reasoning_id(item) in self._done_reasoning:
                 continue
-            self._items[index] = item
+            if not self._keep(index, item):
+                return
+
+    def _keep(self, index: int, item: dict[str, Any]) -> bool:
+        """Keeps what a record needs of an item, within the answer's budget; False once that is spent."""
+        if item.get("type") == "function_call" and not self.budget.take_call():
+            return False
+        kept = _kept(item)
+        if kept is item and not self.budget.take("reasoning item", len(jsoncodec.dumps(item))):
+            return False
+        self._items[index] = kept
+        return True
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         groups: list[tuple[dict[str, Any], list[ToolCallRef], list[str]]] = []

@@ -1,0 +1,56 @@
+"""Every response reader takes time linear in what it reads: ten times the fragments, about ten times the time.
+
+A reader that scanned a list for each fragment (an entry of `reasoning_details` by its index, a tool call by its
+id, an output item's place) took 17 to 67 seconds over a 3 to 4 MB answer, and froze every conversation through
+the proxy meanwhile. The time is the process's CPU time, the fastest of three runs; quadratic growth would be
+about 100x, so the bound of 30x leaves room for a busy machine without letting that through.
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+
+import pytest
+from llm_reasoning_proxy import formats
+from llm_reasoning_proxy.response_tap import read_recorded
+
+from tests.support import hostile_answers as answers
+
+BASE = 2000
+SCALE = 10
+CASES: dict[str, tuple[Callable[[int], bytes], str]] = {
+    "chat reasoning_details with distinct indexes": (answers.chat_details, "chat_completions"),
+    "chat tool calls without index": (answers.chat_calls_without_index, "chat_completions"),
+    "responses items without output_index": (answers.responses_items_without_index, "openai_responses"),
+    "anthropic thinking deltas and tool_use blocks": (answers.anthropic_blocks, "anthropic_messages"),
+    "gemini function call parts": (answers.gemini_parts, "gemini_native"),
+}
+
+
+def cpu_seconds(body: bytes, wire_format: str) -> float:
+    """The reader's CPU time over `body`, the fastest of three; the cyclic garbage collector, whose passes come
+    at times of their own, is held off while it runs."""
+    best = float("inf")
+    for _ in range(3):
+        reader = formats.by_name(wire_format).reader()
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            read_recorded(reader, body, sse=True)
+            reader.records(complete=True)
+            best = min(best, time.process_time() - started)
+        finally:
+            gc.enable()
+    assert reader.response_id is not None  # the answer was read, not skipped
+    return best
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> None:
+    make, wire_format = CASES[case]
+    small = cpu_seconds(make(BASE), wire_format)
+    large = cpu_seconds(make(BASE * SCALE), wire_format)
+    assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
