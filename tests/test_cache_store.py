@@ -624,3 +624,15 @@ def test_redis_with_a_password(tmp_path):
             with pytest.raises(StoreError, match="refused the credentials") as refused:
                 RedisStore(url, LIMITS)
             assert "wrong-pw" not in str(refused.value) and "s3cret-pw" not in str(refused.value)
+
+
+def test_parsed_records_are_remembered_within_a_byte_bound_too():
+    from llm_reasoning_proxy.cache.remembered import RememberedRecords
+
+    remembered = RememberedRecords(most=100, most_bytes=1000)
+    for record_id in range(10):
+        remembered.add(record_id, 1.0, make_record(), 300)
+    found, unread = remembered.split(range(10), 0.0)
+    assert sorted(found) == [7, 8, 9] and sorted(unread) == list(range(7))  # the newest 900 bytes
+    remembered.add(9, 1.0, make_record(), 300)  # the same record again is not counted twice
+    assert sorted(remembered.split(range(10), 0.0)[0]) == [7, 8, 9]

@@ -104,7 +104,7 @@ class RedisStore:
                 except (ValueError, KeyError, TypeError, ValidationError):
                     warn_unreadable(ids, record_id)
                     continue
-                self._read.add(record_id, stored_at, record)
+                self._read.add(record_id, stored_at, record, len(raw))
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -128,7 +128,7 @@ class RedisStore:
                 pipe.execute()
             return record_id
 
-        self._read.add(self._guard(write), stored_at, record)
+        self._read.add(self._guard(write), stored_at, record, len(raw))
         self._puts += 1
         if self._puts % _PRUNE_EVERY == 0:
             self.prune()

@@ -146,7 +146,7 @@ class SQLiteStore:
                 except (ValueError, ValidationError):
                     warn_unreadable(ids, record_id)
                     continue
-                self._read.add(record_id, stored_at, record)
+                self._read.add(record_id, stored_at, record, len(raw))
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -182,7 +182,7 @@ class SQLiteStore:
         except BaseException:
             self._rollback()
             raise
-        self._read.add(record_id, stored_at, record)
+        self._read.add(record_id, stored_at, record, len(raw))
         for key in keys:
             self._remember_key(scope, key, record_id)
         self._puts += 1
