@@ -54,7 +54,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    fixtures = build_fixtures(load_flows(args.path), placeholders=args.placeholders)
+    left_out: list[str] = []
+    fixtures = build_fixtures(load_flows(args.path), placeholders=args.placeholders, left_out=left_out)
     # What the addon does to each exported request now is what the fixture expects from now on.
     checks = check_flows([fixture_to_flow(f) for f in fixtures])
     for fixture, check in zip(fixtures, checks, strict=True):
@@ -68,7 +69,9 @@ def _export(args: argparse.Namespace) -> int:
     for check in unchecked:
         kept = "exported as text" if isinstance(fixtures[check.number - 1].request.body, str) else "exported as it is"
         print(f"exchange #{check.number}: {check.unreadable}; {kept}", file=sys.stderr)
-    return NOT_CHECKED if unchecked else 0
+    for reason in left_out:
+        print(f"not exported: {reason}", file=sys.stderr)
+    return NOT_CHECKED if unchecked or left_out else 0
 
 
 def main(argv: list[str] | None = None) -> int:

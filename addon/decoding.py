@@ -1,99 +1,183 @@
-"""Incremental decoders for HTTP content-encodings.
+"""Incremental, bounded decoders for HTTP content-encodings.
 
 mitmproxy hands a stream callable the bytes as they came off the wire, still
-compressed. These decoders turn each piece into plain bytes as it passes, so a
+compressed; these decoders turn each piece into plain bytes as it passes, so a
 copy of a compressed stream can be parsed without waiting for its end.
+
+A few compressed bytes can stand for gigabytes (a 1,681-byte brotli body makes
+1 GiB), so no decoder ever produces more than `PIECE` bytes at a time, and
+`BoundedDecoder` stops with `DecodedTooLarge` once the output passes its limit:
+what a body decodes to costs the proxy at most that much, whatever it is.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
-import brotli
+import brotlicffi
 import zstandard
+
+# The most any decoder produces in one piece.
+PIECE = 64 * 1024
+# zstd input is fed in slices of this size: a run-length block turns 4 bytes into 128 KiB, so a slice can make
+# at most about 2 MiB before its output is handed on.
+_ZSTD_SLICE = 64
 
 
 class UnsupportedEncoding(ValueError):
     pass
 
 
+class DecodedTooLarge(ValueError):
+    """The body decodes to more than the limit: it is not read any further."""
+
+
+class NotDecodable(ValueError):
+    """The bytes are not what their content-encoding says (a broken or false compressed body)."""
+
+
 class StreamDecoder(Protocol):
-    def decode(self, chunk: bytes) -> bytes: ...
-    def flush(self) -> bytes: ...
+    # What the decoder may still produce before its owner gives up: a decoder that cannot stop within a
+    # piece (zstd) stops here instead.
+    room: int
+
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        """The plain bytes of `chunk`, in pieces of at most PIECE bytes."""
+        ...
+
+    def flush(self) -> Iterator[bytes]: ...
 
 
 class _Identity:
-    def decode(self, chunk: bytes) -> bytes:
-        return chunk
+    room = 0
 
-    def flush(self) -> bytes:
-        return b""
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        if chunk:
+            yield chunk
+
+    def flush(self) -> Iterator[bytes]:
+        return iter(())
 
 
 class _Zlib:
+    room = 0
+
     def __init__(self, wbits: int, *, members: bool = False) -> None:
         self._wbits = wbits
         self._members = members  # gzip bodies may be several members back to back
         self._obj = zlib.decompressobj(wbits=wbits)
 
-    def decode(self, chunk: bytes) -> bytes:
-        out = self._obj.decompress(chunk)
-        while self._members and self._obj.eof and self._obj.unused_data:
-            rest = self._obj.unused_data
-            self._obj = zlib.decompressobj(wbits=self._wbits)
-            out += self._obj.decompress(rest)
-        return out
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        data = chunk
+        while True:
+            out = self._obj.decompress(data, PIECE)
+            if out:
+                yield out
+            data = self._obj.unconsumed_tail
+            if self._members and self._obj.eof and self._obj.unused_data:
+                data = self._obj.unused_data + data
+                self._obj = zlib.decompressobj(wbits=self._wbits)
+                continue
+            if not data and len(out) < PIECE:
+                return
 
-    def flush(self) -> bytes:
-        return self._obj.flush()
+    def flush(self) -> Iterator[bytes]:
+        out = self._obj.flush()
+        if out:
+            yield out
 
 
 class _Deflate:
     """HTTP "deflate" is meant to be zlib-wrapped, but servers also send raw deflate."""
 
+    room = 0
+
     def __init__(self) -> None:
         self._head = b""
         self._obj: _Zlib | None = None
 
-    def decode(self, chunk: bytes) -> bytes:
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
         if self._obj is None:
             self._head += chunk
             if len(self._head) < 2:
-                return b""
+                return
             zlib_wrapped = (self._head[0] & 0x0F) == 8 and int.from_bytes(self._head[:2], "big") % 31 == 0
             self._obj = _Zlib(15 if zlib_wrapped else -15)
             chunk, self._head = self._head, b""
-        return self._obj.decode(chunk)
+        yield from self._obj.decode(chunk)
 
-    def flush(self) -> bytes:
+    def flush(self) -> Iterator[bytes]:
         if self._obj is None:
-            return _Zlib(-15).decode(self._head) if self._head else b""
-        return self._obj.flush()
+            if self._head:
+                yield from _Zlib(-15).decode(self._head)
+            return
+        yield from self._obj.flush()
 
 
 class _Brotli:
+    """brotlicffi, not the brotli module mitmproxy pins: only it can stop decoding at an output limit."""
+
+    room = 0
+
     def __init__(self) -> None:
-        self._obj = brotli.Decompressor()
+        self._obj = brotlicffi.Decompressor()
 
-    def decode(self, chunk: bytes) -> bytes:
-        return self._obj.process(chunk)
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        out = self._obj.process(chunk, output_buffer_limit=PIECE)
+        if out:
+            yield out
+        while not self._obj.can_accept_more_data():
+            out = self._obj.process(b"", output_buffer_limit=PIECE)
+            if out:
+                yield out
 
-    def flush(self) -> bytes:
-        return b""
+    def flush(self) -> Iterator[bytes]:
+        return iter(())
+
+
+class _Collect:
+    """Where zstd writes its output: kept until read, and refused past the decoder's room."""
+
+    def __init__(self, owner: _Zstd) -> None:
+        self._owner = owner
+        self.pieces: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self._owner.room:
+            raise DecodedTooLarge("zstd output past the limit")
+        self.pieces.append(data)
+        return len(data)
 
 
 class _Zstd:
+    room = 1 << 62
+
     def __init__(self) -> None:
-        # A zstd body may hold several frames; read on past the end of each.
-        self._obj = zstandard.ZstdDecompressor().decompressobj(read_across_frames=True)
+        self._out = _Collect(self)
+        # A stream writer reads on past the end of each frame, as a zstd body may hold several.
+        self._obj = zstandard.ZstdDecompressor().stream_writer(self._out, write_size=PIECE)
 
-    def decode(self, chunk: bytes) -> bytes:
-        return self._obj.decompress(chunk)
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        for start in range(0, len(chunk), _ZSTD_SLICE):
+            try:
+                self._obj.write(chunk[start : start + _ZSTD_SLICE])
+            except DecodedTooLarge:
+                yield from self._take()  # what fitted, for those who want the start of it
+                raise
+            yield from self._take()
 
-    def flush(self) -> bytes:
-        return b""
+    def _take(self) -> list[bytes]:
+        pieces, self._out.pieces = self._out.pieces, []
+        self.room -= sum(map(len, pieces))
+        self._out.size = 0
+        return pieces
+
+    def flush(self) -> Iterator[bytes]:
+        return iter(())
 
 
 class _Chain:
@@ -102,18 +186,29 @@ class _Chain:
     def __init__(self, decoders: list[StreamDecoder]) -> None:
         self._decoders = decoders
 
-    def decode(self, chunk: bytes) -> bytes:
-        for decoder in self._decoders:
-            if not chunk:
-                return b""
-            chunk = decoder.decode(chunk)
-        return chunk
+    @property
+    def room(self) -> int:
+        return self._decoders[0].room
 
-    def flush(self) -> bytes:
-        out = b""
+    @room.setter
+    def room(self, value: int) -> None:
         for decoder in self._decoders:
-            out = (decoder.decode(out) if out else b"") + decoder.flush()
-        return out
+            decoder.room = value
+
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        return self._through(0, chunk)
+
+    def _through(self, position: int, chunk: bytes) -> Iterator[bytes]:
+        if position == len(self._decoders):
+            yield chunk
+            return
+        for piece in self._decoders[position].decode(chunk):
+            yield from self._through(position + 1, piece)
+
+    def flush(self) -> Iterator[bytes]:
+        for position, decoder in enumerate(self._decoders):
+            for piece in decoder.flush():
+                yield from self._through(position + 1, piece)
 
 
 _FACTORIES: dict[str, Callable[[], StreamDecoder]] = {
@@ -124,6 +219,7 @@ _FACTORIES: dict[str, Callable[[], StreamDecoder]] = {
     "br": _Brotli,
     "zstd": _Zstd,
 }
+_ERRORS = (zlib.error, brotlicffi.error, zstandard.ZstdError)
 
 
 def stream_decoder(content_encoding: str | None) -> StreamDecoder:
@@ -137,3 +233,86 @@ def stream_decoder(content_encoding: str | None) -> StreamDecoder:
     except KeyError as e:
         raise UnsupportedEncoding(f"unsupported content-encoding {content_encoding!r}") from e
     return decoders[0] if len(decoders) == 1 else _Chain(decoders)
+
+
+class BoundedDecoder:
+    """Decodes a body as it arrives and gives up, with DecodedTooLarge, once it has made more than `limit` bytes;
+    a body that is not what its encoding says raises NotDecodable."""
+
+    def __init__(self, content_encoding: str | None, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self._decoder = stream_decoder(content_encoding)
+        self.plain = isinstance(self._decoder, _Identity)
+
+    def decode(self, chunk: bytes) -> Iterator[bytes]:
+        return self._bounded(lambda: self._decoder.decode(chunk))
+
+    def flush(self) -> Iterator[bytes]:
+        return self._bounded(self._decoder.flush)
+
+    def _bounded(self, pieces: Callable[[], Iterator[bytes]]) -> Iterator[bytes]:
+        if self.plain:  # nothing is decoded, so nothing is made: a plain body is what it is, however long
+            yield from pieces()
+            return
+        self._decoder.room = self.limit - self.size
+        try:
+            for piece in pieces():
+                self.size += len(piece)
+                if self.size > self.limit:
+                    raise DecodedTooLarge(f"decodes to more than {self.limit // (1024 * 1024)} MiB")
+                yield piece
+        except _ERRORS as e:
+            raise NotDecodable(f"not valid {type(e).__module__.split('.')[0]} data: {e}") from e
+        except DecodedTooLarge:
+            raise DecodedTooLarge(f"decodes to more than {self.limit // (1024 * 1024)} MiB") from None
+
+
+def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """A whole body, decoded; raises DecodedTooLarge past `limit`, NotDecodable, UnsupportedEncoding."""
+    decoder = BoundedDecoder(content_encoding, limit)
+    if decoder.plain:
+        return raw
+    out = bytearray()
+    for piece in decoder.decode(raw):
+        out += piece
+    for piece in decoder.flush():
+        out += piece
+    return bytes(out)
+
+
+def decode_prefix(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
+    """At most the first `limit` bytes of what a body decodes to (an error answer, to be explained)."""
+    decoder = BoundedDecoder(content_encoding, limit)
+    if decoder.plain:
+        return raw[:limit]
+    out = bytearray()
+    try:
+        for piece in decoder.decode(raw):
+            out += piece
+        for piece in decoder.flush():
+            out += piece
+    except DecodedTooLarge:
+        pass
+    return bytes(out[:limit])
+
+
+class Message(Protocol):
+    """What decoding needs of an HTTP request or response (mitmproxy's)."""
+
+    raw_content: bytes | None
+    headers: Any
+
+
+def message_body(message: Message, limit: int) -> bytes:
+    """A request's or response's body, decoded within `limit` (DecodedTooLarge, NotDecodable or
+    UnsupportedEncoding otherwise): the only way the addon reads a body, never mitmproxy's unbounded decoding."""
+    return decode_body(message.raw_content or b"", message.headers.get("content-encoding"), limit)
+
+
+def message_prefix(message: Message, limit: int) -> bytes:
+    """At most the first `limit` bytes of a body, decoded; what cannot be decoded is taken as it is."""
+    try:
+        return decode_prefix(message.raw_content or b"", message.headers.get("content-encoding"), limit)
+    except (NotDecodable, UnsupportedEncoding):
+        return (message.raw_content or b"")[:limit]

@@ -17,11 +17,13 @@ from mitmproxy import http
 from . import jsoncodec
 from .annotate import add_comment, flow_meta
 from .cache import StoreUnavailable
+from .decoding import message_body, message_prefix
 from .diagnosis import Diagnosis, classify
 from .events import Diagnosed
 from .failopen import fail_open
 from .formats import CacheView
 from .formats.base import call_lookup_keys, usable_keys
+from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from .proxy_config import ProxyConfig
 from .records import RepairAction, display_call_id
 from .redact import masked_logger, redact_url
@@ -165,11 +167,12 @@ class ErrorExplainer:
 
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
         assert flow.response is not None and self.config.settings is not None
-        diagnosis = classify(flow.response.status_code, flow.response.get_content(strict=False) or b"")
+        # Error texts are a few KB: the start of the answer is all that is read of it.
+        diagnosis = classify(flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         wire_format = meta["format"]
         try:
-            doc = jsoncodec.loads(flow.request.get_content(strict=False) or b"")
-        except ValueError:
+            doc = jsoncodec.loads(message_body(flow.request, MAX_DECODED_BYTES))
+        except ValueError:  # not JSON, or not decodable within the bound
             doc = None
         index = locate(diagnosis, wire_format, doc)
         calls = calls_at(wire_format, doc, index)

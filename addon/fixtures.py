@@ -44,12 +44,13 @@ from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
 import orjson
 from mitmproxy import connection, http
-from mitmproxy.net import encoding
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from . import formats, jsoncodec
+from . import decoding, formats, jsoncodec
 from .annotate import META
+from .decoding import message_body
 from .formats.gemini import PLACEHOLDER_BASE64, PLACEHOLDER_PHRASE
+from .limits import MAX_DECODED_BYTES
 from .private_files import make_private_dir, write_private
 from .records import SIGNATURE_IN_ID
 from .redact import SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_json, redact_text, redact_url
@@ -254,15 +255,14 @@ def _client_body(flow: http.HTTPFlow) -> bytes | None:
     if isinstance(original, str):
         original = original.encode("utf-8", "surrogateescape")
     if not isinstance(original, bytes):
-        return flow.request.get_content(strict=False)
+        return message_body(flow.request, MAX_DECODED_BYTES)
     content_encoding = flow.request.headers.get("content-encoding", "").strip()
     if not content_encoding or original.lstrip()[:1] in (b"{", b"["):
         return original
     try:
-        decoded = encoding.decode(original, content_encoding)
-    except ValueError:
+        return decoding.decode_body(original, content_encoding, MAX_DECODED_BYTES)
+    except (decoding.NotDecodable, decoding.UnsupportedEncoding):
         return original  # kept already decoded
-    return decoded if isinstance(decoded, bytes) else original
 
 
 def _is_event_stream(headers: http.Headers) -> bool:
@@ -276,7 +276,7 @@ def _looks_like_event_stream(text: str) -> bool:
 
 def response_fixture(response: http.Response) -> ResponseFixture:
     headers = kept_headers(response.headers, RESPONSE_HEADERS)
-    raw = response.get_content(strict=False) if response.raw_content is not None else None
+    raw = message_body(response, MAX_DECODED_BYTES) if response.raw_content is not None else None
     if raw and _is_event_stream(response.headers):
         return ResponseFixture(status=response.status_code, headers=headers, sse=redact_event_stream(_text(raw)))
     body = decode_body(raw)
@@ -288,10 +288,13 @@ def response_fixture(response: http.Response) -> ResponseFixture:
 
 
 def exchange_fixture(flow: Any) -> ExchangeFixture | None:
-    """One flow as a redacted fixture (opaque values as they were); None for traffic that is not an LLM exchange."""
+    """One flow as a redacted fixture (opaque values as they were); None for traffic that is not an LLM exchange.
+    Raises ValueError for an LLM exchange whose body cannot be read within the addon's bounds."""
     if not isinstance(flow, http.HTTPFlow):
         return None
     request = flow.request
+    if not formats.routed(request.method, request.path):  # what is not LLM traffic is never decoded
+        return None
     raw = _client_body(flow) if request.raw_content is not None else None
     if formats.claim(request.method, request.path, raw or b"") is None:
         return None
@@ -312,9 +315,21 @@ def _repaired_live(flow: http.HTTPFlow) -> bool:
     return isinstance(meta, dict) and isinstance(meta.get("original_request"), (bytes, str))
 
 
-def build_fixtures(flows: Iterable[Any], *, placeholders: bool) -> list[ExchangeFixture]:
-    """The LLM exchanges among `flows`, in order, redacted; with `placeholders`, opaque values replaced."""
-    fixtures = [fixture for flow in flows if (fixture := exchange_fixture(flow)) is not None]
+def build_fixtures(
+    flows: Iterable[Any], *, placeholders: bool, left_out: list[str] | None = None
+) -> list[ExchangeFixture]:
+    """The LLM exchanges among `flows`, in order, redacted; with `placeholders`, opaque values replaced. An
+    exchange whose body cannot be read within the addon's bounds is left out, its reason added to `left_out`."""
+    fixtures = []
+    for flow in flows:
+        try:
+            fixture = exchange_fixture(flow)
+        except ValueError as e:
+            if left_out is not None:
+                left_out.append(f"{redact_url(flow.request.pretty_url)}: {e}")
+            continue
+        if fixture is not None:
+            fixtures.append(fixture)
     return with_placeholders(fixtures) if placeholders else fixtures
 
 
@@ -661,5 +676,5 @@ def fixture_to_flow(fixture: ExchangeFixture) -> http.HTTPFlow:
             content = encode_body(answer.body)
         flow.response = http.Response.make(answer.status, content, headers)
     if fixture.repaired_live:  # what the offline check reads to say the answer came for the repaired request
-        flow.metadata[META] = {"original_request": request.get_content(strict=False)}
+        flow.metadata[META] = {"original_request": message_body(request, MAX_DECODED_BYTES)}
     return flow

@@ -12,7 +12,7 @@ MiB = 1024 * KiB
 
 # Bytes decoded of one compressed body (a request, an answer, the copy of a stream): a compression bomb
 # costs at most this much, and a body that decodes to more is forwarded untouched and not read.
-MAX_DECODED_BYTES = 32 * MiB
+MAX_DECODED_BYTES = 16 * MiB
 # Bytes of an error answer read to explain it: provider error texts are a few KB.
 MAX_ERROR_BODY_BYTES = 1 * MiB
 # One stored value (a reasoning field, a signature, a thinking block, a reasoning item) and one stored

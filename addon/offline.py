@@ -19,11 +19,13 @@ from mitmproxy import http
 
 from . import jsoncodec
 from .cache import CacheLimits, MemoryStore
+from .decoding import message_body, message_prefix
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext, WireFormat
+from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from .records import ReasoningRecord, RepairAction, Violation, display_call_id
 from .redact import redact_json, redact_text, redact_url
-from .repair import INSERTING, claim_request, plan_repair
+from .repair import INSERTING, UnreadableBody, claim_request, plan_repair
 from .response_tap import read_recorded
 from .scope import request_scope
 
@@ -82,7 +84,7 @@ def _client_body(flow: http.HTTPFlow, body: bytes) -> tuple[bytes, bool]:
 
 
 def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecord]:
-    body = response.get_content(strict=False)
+    body = message_body(response, MAX_DECODED_BYTES)
     if not body:
         return []
     content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
@@ -97,7 +99,13 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
     for flow in flows:
         if not isinstance(flow, http.HTTPFlow):
             continue
-        claimed = claim_request(flow.request)
+        try:
+            claimed = claim_request(flow.request)
+        except UnreadableBody as e:
+            url = redact_url(flow.request.pretty_url)
+            check = ExchangeCheck(len(checks) + 1, url, "?", None, unreadable=str(e), beyond_tool=True)
+            checks.append(check)
+            continue
         if claimed is None:
             continue
         wire_format, recorded_body = claimed
@@ -145,7 +153,7 @@ def _check_exchange(
         return
     check.status = flow.response.status_code
     if check.status >= 400:
-        check.diagnosis = classify(check.status, flow.response.get_content(strict=False) or b"")
+        check.diagnosis = classify(check.status, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         return
     scope = str(request_scope(flow.request))
     for record in _records(wire_format.reader(), flow.response):

@@ -10,10 +10,12 @@ from mitmproxy import http
 from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .cache import ReasoningStore, StoreUnavailable
+from .decoding import DecodedTooLarge, NotDecodable, UnsupportedEncoding, message_body
 from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
+from .limits import MAX_DECODED_BYTES
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import masked_logger, redact_url
@@ -69,11 +71,22 @@ def _model_name(model: str | None) -> str:
     return f"model {model}" if model is not None else "a request that named no model"
 
 
+class UnreadableBody(ValueError):
+    """An LLM route's body that cannot be read within the addon's bounds: it goes on untouched."""
+
+
 def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
-    """The wire format of an LLM request and its decoded body, or None for traffic to leave alone."""
-    if request.method != "POST" or request.raw_content is None:  # None: body streamed through unread
+    """The wire format of an LLM request and its decoded body, or None for traffic to leave alone.
+
+    Nothing is decoded before the method and path say the request may be LLM traffic, and then no more than
+    MAX_DECODED_BYTES; a body that decodes to more, or is not what its encoding says, raises UnreadableBody.
+    """
+    if request.raw_content is None or not formats.routed(request.method, request.path):  # None: streamed through
         return None
-    body = request.get_content(strict=False) or b""
+    try:
+        body = message_body(request, MAX_DECODED_BYTES)
+    except (DecodedTooLarge, NotDecodable, UnsupportedEncoding) as e:
+        raise UnreadableBody(f"request body {e}") from None
     wire_format = formats.claim(request.method, request.path, body)
     return (wire_format, body) if wire_format is not None else None
 
@@ -90,7 +103,11 @@ class RequestRepair:
 
     def _request(self, flow: http.HTTPFlow) -> None:
         request = flow.request
-        claimed = claim_request(request)
+        try:
+            claimed = claim_request(request)
+        except UnreadableBody as e:
+            report_skip(flow, f"{e}; forwarded untouched", self.config.events)
+            return
         if claimed is None:
             return
         wire_format, body = claimed

@@ -12,8 +12,9 @@ import asyncio
 from collections.abc import Callable
 
 from . import jsoncodec
-from .decoding import StreamDecoder, UnsupportedEncoding, stream_decoder
+from .decoding import BoundedDecoder, DecodedTooLarge, NotDecodable, UnsupportedEncoding, decode_body
 from .formats import ResponseReader
+from .limits import MAX_DECODED_BYTES
 from .sse_parser import SSEParser
 
 # Stream chunks are read in batches of this many chunks or bytes, whichever comes first.
@@ -54,15 +55,15 @@ class ResponseTap:
         self._encoding = content_encoding
         self._chunks: list[bytes] | None = [] if keep_body or not sse else None
         self._size = 0
-        self._decoder: StreamDecoder | None = None
-        self._plain = not content_encoding or content_encoding.strip().lower() == "identity"
+        self._decoder: BoundedDecoder | None = None
         self._skippable = getattr(reader, "skippable", None)
         self._parser: SSEParser | None = None
         self._backlog: list[bytes] = []
         self._backlog_size = 0
         if read and sse:
             try:
-                self._decoder = stream_decoder(content_encoding)
+                # A compressed stream's copy is decoded piece by piece and no further than the bound.
+                self._decoder = BoundedDecoder(content_encoding, MAX_DECODED_BYTES)
                 self._parser = SSEParser()
             except UnsupportedEncoding as e:
                 self._stop(str(e))
@@ -102,11 +103,13 @@ class ResponseTap:
         self._backlog.clear()
         self._backlog_size = 0
         try:
-            if not self._plain:
-                data = self._decoder.decode(data)  # type: ignore[union-attr]
+            assert self._decoder is not None
             markers = getattr(self.reader, "markers", None)
-            for event in self._parser.feed(data, self._skippable, markers):
-                self.reader.feed_event(event)
+            for piece in self._decoder.decode(data):
+                for event in self._parser.feed(piece, self._skippable, markers):
+                    self.reader.feed_event(event)
+        except DecodedTooLarge as e:
+            self._stop(f"stream copy {e}; the rest of it is not read (the client gets all of it)")
         except Exception as e:  # a broken copy must never break the stream itself
             self._stop(f"stream not readable: {type(e).__name__}: {e}")
 
@@ -122,7 +125,11 @@ class ResponseTap:
         self._read_backlog()
         try:
             if self._parser is not None and complete:
-                for event in self._parser.feed(self._decoder.flush()) + self._parser.close():  # type: ignore[union-attr]
+                assert self._decoder is not None
+                for piece in self._decoder.flush():
+                    for event in self._parser.feed(piece):
+                        self.reader.feed_event(event)
+                for event in self._parser.close():
                     self.reader.feed_event(event)
             elif self.read and not self.sse and complete and self._chunks is not None:
                 raw = b"".join(self._chunks)
@@ -137,8 +144,11 @@ class ResponseTap:
         self._on_finish(self, complete)
 
     def _read_document(self, raw: bytes) -> None:
-        decoder = stream_decoder(self._encoding)
-        body = decoder.decode(raw) + decoder.flush()
+        try:
+            body = decode_body(raw, self._encoding, MAX_DECODED_BYTES)
+        except (DecodedTooLarge, NotDecodable, UnsupportedEncoding) as e:
+            self._stop(f"response body {e}; not read")
+            return
         try:
             doc = jsoncodec.loads(body)
         except ValueError:

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import gzip
+import resource
 import zlib
+from collections.abc import Iterator
 
 import brotli
 import pytest
 import zstandard
-from llm_reasoning_proxy.decoding import UnsupportedEncoding, stream_decoder
+from llm_reasoning_proxy.decoding import (
+    BoundedDecoder,
+    PIECE,
+    DecodedTooLarge,
+    NotDecodable,
+    UnsupportedEncoding,
+    decode_body,
+    decode_prefix,
+    stream_decoder,
+)
+
+from tests.support.hostile_answers import bomb
 
 
 def _payload() -> bytes:
@@ -49,13 +62,19 @@ ENCODERS = {
 HEADER = {"deflate-zlib": "deflate", "deflate-raw": "deflate"}
 
 
+def decoded(pieces: Iterator[bytes]) -> bytes:
+    pieces = list(pieces)
+    assert all(len(piece) <= PIECE for piece in pieces)
+    return b"".join(pieces)
+
+
 def decode_in_pieces(header: str | None, body: bytes, size: int | None) -> bytes:
     decoder = stream_decoder(header)
     if size is None:
-        out = decoder.decode(body)
+        out = decoded(decoder.decode(body))
     else:
-        out = b"".join(decoder.decode(body[i : i + size]) for i in range(0, len(body), size))
-    return out + decoder.flush()
+        out = b"".join(decoded(decoder.decode(body[i : i + size])) for i in range(0, len(body), size))
+    return out + decoded(decoder.flush())
 
 
 def test_payload_is_about_50kb_of_sse():
@@ -98,7 +117,7 @@ def test_decode_yields_output_before_the_end(size):
     body = gzip.compress(PAYLOAD)
     decoder = stream_decoder("gzip")
     half = len(body) // 2
-    early = b"".join(decoder.decode(body[i : i + size]) for i in range(0, half, size))
+    early = b"".join(decoded(decoder.decode(body[i : i + size])) for i in range(0, half, size))
     assert len(early) > 10_000
     assert PAYLOAD.startswith(early)
 
@@ -107,7 +126,7 @@ def test_decode_yields_output_before_the_end(size):
 @pytest.mark.parametrize("size", [None, 1, 7])
 def test_identity(header, size):
     assert decode_in_pieces(header, PAYLOAD, size) == PAYLOAD
-    assert stream_decoder(header).flush() == b""
+    assert decoded(stream_decoder(header).flush()) == b""
 
 
 @pytest.mark.parametrize(
@@ -142,15 +161,15 @@ def test_unsupported_encoding_is_a_value_error():
 
 @pytest.mark.parametrize("header", ["gzip", "deflate", "br", "zstd", "gzip, br"])
 def test_flush_without_input(header):
-    assert stream_decoder(header).flush() == b""
+    assert decoded(stream_decoder(header).flush()) == b""
 
 
 def test_deflate_single_byte_body_then_flush():
     # fewer than two bytes cannot be sniffed; flush() must still decode them as raw deflate
     body = raw_deflate(b"")
     decoder = stream_decoder("deflate")
-    out = b"".join(decoder.decode(body[i : i + 1]) for i in range(len(body)))
-    assert out + decoder.flush() == b""
+    out = b"".join(decoded(decoder.decode(body[i : i + 1])) for i in range(len(body)))
+    assert out + decoded(decoder.flush()) == b""
 
 
 @pytest.mark.parametrize("name", ["gzip", "deflate-zlib", "deflate-raw", "br", "zstd", "gzip, br"])
@@ -162,11 +181,11 @@ def test_small_payload_in_1_byte_pieces(name):
 def test_each_call_returns_an_independent_decoder():
     body = gzip.compress(PAYLOAD)
     first, second = stream_decoder("gzip"), stream_decoder("gzip")
-    a = first.decode(body[:1000])
-    b = second.decode(body[:1000])
+    a = decoded(first.decode(body[:1000]))
+    b = decoded(second.decode(body[:1000]))
     assert a == b
-    assert a + first.decode(body[1000:]) + first.flush() == PAYLOAD
-    assert b + second.decode(body[1000:]) + second.flush() == PAYLOAD
+    assert a + decoded(first.decode(body[1000:])) + decoded(first.flush()) == PAYLOAD
+    assert b + decoded(second.decode(body[1000:])) + decoded(second.flush()) == PAYLOAD
 
 
 # --------------------------------------------------------------------------------------
@@ -189,3 +208,46 @@ def test_zstd_with_two_frames(size):
     compressor = zstandard.ZstdCompressor()
     body = compressor.compress(PAYLOAD[:half]) + compressor.compress(PAYLOAD[half:])
     assert decode_in_pieces("zstd", body, size) == PAYLOAD
+
+
+# --------------------------------------------------------------------------------------
+# compression bombs: a few bytes that stand for a gigabyte
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize("name", ["br", "gzip", "deflate", "zstd"])
+def test_a_bomb_is_decoded_no_further_than_the_limit(name: str) -> None:
+    body = bomb(name)
+    assert len(body) < 2 * MIB
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    with pytest.raises(DecodedTooLarge, match="decodes to more than 32 MiB"):
+        decode_body(body, name, 32 * MIB)
+    grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 - before
+    assert grown < 100  # the 32 MiB kept, and a piece: never the gigabyte
+    assert decode_prefix(body, name, MIB) == b"\0" * MIB
+
+
+def test_a_bomb_under_several_encodings_is_bounded_too() -> None:
+    body = gzip.compress(bomb("br"))  # "br, gzip": br applied first
+    with pytest.raises(DecodedTooLarge):
+        decode_body(body, "br, gzip", 8 * MIB)
+
+
+@pytest.mark.parametrize("name", ["br", "gzip", "deflate", "zstd"])
+def test_bytes_that_are_not_what_their_encoding_says_are_not_decodable(name: str) -> None:
+    with pytest.raises(NotDecodable):
+        decode_body(b"this is plain text, not compressed at all" * 10, name, MIB)
+
+
+def test_a_body_within_the_limit_decodes_whole() -> None:
+    assert decode_body(zstandard.ZstdCompressor().compress(PAYLOAD), "zstd", MIB) == PAYLOAD
+    assert decode_body(PAYLOAD, None, 10) == PAYLOAD  # identity is never "decoded": it is what it is
+
+
+def test_a_plain_body_is_never_bounded_only_what_is_decoded() -> None:
+    decoder = BoundedDecoder(None, 10)
+    assert b"".join(decoder.decode(b"x" * 1000)) == b"x" * 1000
+    with pytest.raises(DecodedTooLarge):
+        b"".join(BoundedDecoder("gzip", 10).decode(gzip.compress(b"x" * 1000)))

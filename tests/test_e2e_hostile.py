@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -655,3 +655,102 @@ def test_an_answer_too_big_to_store_is_logged_bounded_not_cached_and_its_memory_
     assert sum(p.stat().st_size for p in tmp_path.glob("cache.db*")) < 8 * MB
     assert after_all - after_first < 16, f"{case}: {after_first:.0f} MB after one answer, {after_all:.0f} after three"
     assert peak - started < 64, f"{case}: {started:.0f} MB before, {peak:.0f} MB at the peak"
+
+
+# --- 1. compression bombs ---------------------------------------------------------------------------
+
+BOMBS = ("br", "gzip", "zstd")
+
+
+def chunks_of(data: bytes, size: int = 16 * 1024) -> Callable[[], Iterator[bytes]]:
+    return lambda: (data[start : start + size] for start in range(0, len(data), size))
+
+
+def raw_exchange(proxy: MitmdumpProcess, path: str, body: bytes = b"{}", **headers: str) -> tuple[int, bytes]:
+    """A POST whose answer is read as it came off the wire (never decoded by the client)."""
+    with httpx.Client(base_url=proxy.url, timeout=120) as http:
+        with http.stream("POST", path, content=body, headers=headers) as response:
+            return response.status_code, b"".join(response.iter_raw())
+
+
+@dataclass
+class BombRun:
+    grown: float  # MB of peak resident memory over what the proxy had before the bombs
+    log: list[dict]
+    output: str
+
+
+def run_bombs(hostile: HostileUpstream, proxy: MitmdumpProcess, prefix: str) -> BombRun:
+    with proxy:
+        assert raw_exchange(proxy, "/warm-up")[0] == 200
+        started = memory_mb(proxy.pid)
+        for encoding in BOMBS:
+            payload = hostile_answers.bomb(encoding)
+            json_type = {"content-type": "application/json", "content-encoding": encoding}
+            # A compressed request to any path, and to an LLM route: it reaches the upstream as it was sent.
+            for path in ("/upload", "/v1/chat/completions"):
+                status, _ = raw_exchange(proxy, f"/{prefix}{path}", payload, **json_type)
+                assert status == 200 and hostile.last().body == payload
+            # Answers: JSON, an event stream, an error; the client gets each as it was sent.
+            answers = {
+                "json": Answer(headers=json_type, body=payload),
+                "sse": Answer(headers={**json_type, "content-type": "text/event-stream"}, body=chunks_of(payload)),
+                "error": Answer(status=400, headers=json_type, body=payload),
+            }
+            for kind, answer in answers.items():
+                path = f"/{prefix}/{encoding}/{kind}/v1/chat/completions"
+                hostile.serve(path, answer)
+                body = json.dumps({"model": "m", "messages": [QUESTION], "stream": kind == "sse"}).encode()
+                status, received = raw_exchange(proxy, path, body, **{"content-type": "application/json"})
+                assert (status, received) == (answer.status, payload)
+            # Other traffic goes on meanwhile.
+            assert raw_exchange(proxy, "/another/conversation")[0] == 200
+        grown = memory_mb(proxy.pid, "VmHWM") - started
+    return BombRun(grown, [], proxy.output)
+
+
+@pytest.fixture(scope="module")
+def bombs_side_by_side(
+    hostile: HostileUpstream, confdir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, BombRun]:
+    for encoding in BOMBS:
+        hostile_answers.bomb(encoding)  # made before any proxy runs, outside what is measured
+    state = tmp_path_factory.mktemp("bombs")
+    plain = MitmdumpProcess(
+        "--mode",
+        f"reverse:{hostile.url}",
+        "-s",
+        str(ROOT / "scripts" / "bench_stream_only.py"),
+        confdir=confdir,
+        addon=False,
+    )
+    addon = reverse_proxy(hostile.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl")
+    runs = {"plain": run_bombs(hostile, plain, "plain"), "addon": run_bombs(hostile, addon, "addon")}
+    runs["addon"].log = LogTail(state / "events.jsonl", whole=True).events()
+    return runs
+
+
+def test_bombs_cost_the_addon_no_more_memory_than_plain_mitmdump_plus_a_bound(
+    bombs_side_by_side: dict[str, BombRun],
+) -> None:
+    addon, plain = bombs_side_by_side["addon"].grown, bombs_side_by_side["plain"].grown
+    assert addon <= plain + 64, (
+        f"peak memory grew {addon:.0f} MB through the addon, {plain:.0f} MB through plain mitmdump"
+    )
+
+
+def test_each_bomb_on_an_llm_route_is_forwarded_untouched_and_said_so(bombs_side_by_side: dict[str, BombRun]) -> None:
+    log = bombs_side_by_side["addon"].log
+    reasons = [(e["url"].split("/")[4:6], e["reason"]) for e in log if e["kind"] == "skipped"]
+    for encoding in BOMBS:
+        assert [r for where, r in reasons if where == [encoding, "json"]] == [
+            "response body decodes to more than 16 MiB; not read"
+        ]
+        assert len([r for where, r in reasons if where == [encoding, "sse"]]) == 1
+    requests = [e["reason"] for e in log if e["kind"] == "skipped" and e["url"].endswith("/addon/v1/chat/completions")]
+    assert requests == ["request body decodes to more than 16 MiB; forwarded untouched"] * len(BOMBS)
+    # Nothing on another path was even decoded, and no error answer's bomb got in the way of its diagnosis.
+    assert not any("/upload" in e.get("url", "") for e in log)
+    assert len([e for e in log if e["kind"] == "diagnosed"]) == len(BOMBS)
+    assert not [e for e in log if e["kind"] == "failure"]
+    assert "Traceback" not in bombs_side_by_side["addon"].output

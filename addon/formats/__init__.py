@@ -12,6 +12,11 @@ FORMATS: tuple[WireFormat, ...] = (ChatCompletions(), Responses(), AnthropicMess
 _BY_NAME = {f.name: f for f in FORMATS}
 
 
+def routed(method: str, path: str) -> bool:
+    """Whether a request may be LLM traffic, judged from its method and path alone: nothing else is decoded."""
+    return method == "POST" and any(wire_format.route(path) for wire_format in FORMATS)
+
+
 def claim(method: str, path: str, body: bytes) -> WireFormat | None:
     """The wire format that owns a request, or None for traffic to leave alone."""
     for wire_format in FORMATS:
@@ -33,4 +38,5 @@ __all__ = [
     "WireFormat",
     "by_name",
     "claim",
+    "routed",
 ]

@@ -23,7 +23,7 @@ from .. import jsoncodec
 from ..limits import Budget, Parts
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, body_model, call_lookup_keys, event_documents
+from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents
 
 NAME = "anthropic_messages"
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -340,17 +340,16 @@ def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any
     return len(blocks)
 
 
-class AnthropicMessages:
+class AnthropicMessages(Routed):
+    body_marker = b'"messages"'
     name = NAME
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
 
-    def claims(self, method: str, path: str, body: bytes) -> bool:
-        if method != "POST":
-            return False
+    def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")
         # OpenAI's Assistants API has /v1/threads/{id}/messages, with no "messages" list in its body.
-        return route.endswith("/messages") and "/threads/" not in route and b'"messages"' in body
+        return route.endswith("/messages") and "/threads/" not in route
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
         return body_model(body, doc)

@@ -135,6 +135,20 @@ class ResponseReader(Protocol):
         ...
 
 
+class Routed:
+    """How every wire format tells its traffic: a POST on its route (`route`, judged from the path alone, so that
+    nothing else is ever decoded) whose body holds its marker."""
+
+    body_marker: bytes
+
+    def route(self, path: str) -> bool:
+        raise NotImplementedError
+
+    def claims(self, method: str, path: str, body: bytes) -> bool:
+        """Whether a request is this format's traffic, judged without parsing the body."""
+        return method == "POST" and self.route(path) and self.body_marker in body
+
+
 class WireFormat(Protocol):
     name: str
     # Fields whose values are human-readable text (logged, cut and masked); all other
@@ -142,6 +156,10 @@ class WireFormat(Protocol):
     text_fields: frozenset[str]
     # Text fields the provider reads as plain text and does not verify: a credential in one may be stored masked.
     maskable_fields: frozenset[str]
+
+    def route(self, path: str) -> bool:
+        """Whether a path is this format's route (a POST there is decoded and looked at)."""
+        ...
 
     def claims(self, method: str, path: str, body: bytes) -> bool:
         """Whether a request is this format's traffic, judged without parsing the body."""

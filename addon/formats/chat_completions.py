@@ -23,6 +23,7 @@ from .base import (
     CacheView,
     CallHit,
     RepairContext,
+    Routed,
     body_model,
     call_lookup_keys,
     deployment_model,
@@ -322,18 +323,17 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-class ChatCompletions:
+class ChatCompletions(Routed):
+    body_marker = b'"messages"'
     name = NAME
     text_fields = frozenset({"reasoning_text", "reasoning_content"})
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
     maskable_fields = frozenset({"reasoning_content"})
 
-    def claims(self, method: str, path: str, body: bytes) -> bool:
-        if method != "POST":
-            return False
+    def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")
-        return route.endswith("/chat/completions") and b'"messages"' in body
+        return route.endswith("/chat/completions")
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
         return deployment_model(path) or body_model(body, doc)

@@ -36,7 +36,7 @@ from .. import jsoncodec
 from ..limits import Budget
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, call_lookup_keys, event_documents
+from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents
 
 NAME = "gemini_native"
 SIGNATURE = "thoughtSignature"
@@ -290,16 +290,15 @@ def placeholder_value(context: RepairContext) -> str | None:
     return context.placeholder
 
 
-class GeminiNative:
+class GeminiNative(Routed):
+    body_marker = b'"contents"'
     name = NAME
     text_fields = frozenset({SIGNED_TEXT_PART})
     maskable_fields: frozenset[str] = frozenset()
 
-    def claims(self, method: str, path: str, body: bytes) -> bool:
-        if method != "POST":
-            return False
+    def route(self, path: str) -> bool:
         route = path.split("?", 1)[0]
-        return route.endswith(METHODS) and "/models/" in route and b'"contents"' in body
+        return route.endswith(METHODS) and "/models/" in route
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
         return path_model(path)

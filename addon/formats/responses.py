@@ -27,7 +27,7 @@ from .. import jsoncodec
 from ..limits import Budget
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, body_model, call_lookup_keys, deployment_model
+from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
@@ -380,16 +380,15 @@ def insert_missing(items: list[Any], cache: CacheView) -> list[RepairAction]:
     return actions
 
 
-class Responses:
+class Responses(Routed):
+    body_marker = b'"input"'
     name = NAME
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
 
-    def claims(self, method: str, path: str, body: bytes) -> bool:
-        if method != "POST":
-            return False
+    def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")
-        return route.endswith("/responses") and b'"input"' in body
+        return route.endswith("/responses")
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
         return deployment_model(path) or body_model(body, doc)

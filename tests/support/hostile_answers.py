@@ -5,6 +5,12 @@ Each function gives a whole streamed answer (SSE bytes) with `n` such fragments.
 
 from __future__ import annotations
 
+import functools
+import zlib
+
+import brotli
+import zstandard
+
 import json
 
 
@@ -109,3 +115,21 @@ def gemini_parts(n: int) -> bytes:
             }
         )
     return b"".join(b"data: " + json.dumps(e).encode() + b"\r\n\r\n" for e in events)
+
+
+@functools.lru_cache(maxsize=8)
+def bomb(encoding: str, size: int = 1 << 30, content: bytes = b"\0") -> bytes:
+    """`size` bytes of `content` repeated (zeros by default), compressed with `encoding` ("br", "gzip",
+    "deflate", "zstd"), made piece by piece: 1 GiB of zeros is 1.7 KB of brotli."""
+    piece = content * ((16 << 20) // len(content))
+    if encoding == "br":
+        compressor = brotli.Compressor(quality=5)
+        out = [compressor.process(piece) for _ in range(size // len(piece))]
+        return b"".join(out) + compressor.finish()
+    if encoding == "zstd":
+        compressor = zstandard.ZstdCompressor(level=3).compressobj()
+        out = [compressor.compress(piece) for _ in range(size // len(piece))]
+        return b"".join(out) + compressor.flush()
+    compressor = zlib.compressobj(9, wbits=31 if encoding == "gzip" else 15)
+    out = [compressor.compress(piece) for _ in range(size // len(piece))]
+    return b"".join(out) + compressor.flush()
