@@ -1,4 +1,11 @@
-"""Keeping credentials out of everything the addon writes down."""
+"""Keeping credentials out of everything the addon writes down.
+
+One redactor serves the event log, the cache, exports, the offline report, flow comments and the addon's own
+log lines. Its shapes are the documented key prefixes of the providers and services an LLM session meets.
+detect-secrets was measured and left out: made to flag candidates in source files, with its default plugins
+it marks ordinary words through its entropy and keyword detectors, it knows none of the LLM providers' own
+prefixes (hf_, gsk_, xai-, sk-ant-), and it reports a partial match for longer keys of some shapes.
+"""
 
 from __future__ import annotations
 

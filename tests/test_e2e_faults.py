@@ -38,7 +38,7 @@ from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 from tests.e2e_helpers import QUESTION, TOOLS, client, history_as_sent, second_turn
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
-from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure
 
 pytestmark = pytest.mark.e2e
 
@@ -663,14 +663,8 @@ def unwritable_start(confdir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     else:
         directory = Path("/sys")  # root ignores permission bits, but sysfs takes no new files from anyone
     path = directory / "cache.db"
-    process = MitmdumpProcess("--set", f"llm_cache={path}", "--set", "llm_log=", confdir=confdir)
-    try:
-        process.start()
-    except RuntimeError:
-        pass
-    finally:
-        process.stop()
-    return path, process.output, process._process.returncode if process._process else None
+    code, output = start_failure(MitmdumpProcess("--set", f"llm_cache={path}", "--set", "llm_log=", confdir=confdir))
+    return path, output, code
 
 
 def test_unwritable_cache_location_stops_mitmdump(unwritable_start: tuple[Path, str, int | None]) -> None:

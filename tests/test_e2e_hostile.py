@@ -39,7 +39,7 @@ from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.hostile_upstream import Answer, HostileUpstream
 from tests.support.planted import every_shape
-from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.proxy import MitmdumpProcess, plain_streaming, reverse_proxy, start_failure
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,17 +50,6 @@ ANSWER = "The directory holds two files."
 
 def bearer(api_key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {api_key}", "content-type": "application/json"}
-
-
-def start_failure(process: MitmdumpProcess) -> tuple[int | None, str]:
-    """Starts a mitmdump that is expected to refuse to start: its exit code and output."""
-    try:
-        process.start()
-    except RuntimeError:
-        pass
-    finally:
-        process.stop()
-    return (process._process.returncode if process._process else None), process.output
 
 
 def deepseek_turns(proxy: MitmdumpProcess, api_key: str, turns: int) -> None:
@@ -490,14 +479,7 @@ def side_by_side(hostile: HostileUpstream, confdir: Path, hostile_state: Path) -
     the hostile upstream."""
     state = hostile_state
     addon = reverse_proxy(hostile.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl")
-    plain = MitmdumpProcess(
-        "--mode",
-        f"reverse:{hostile.url}",
-        "-s",
-        str(ROOT / "scripts" / "bench_stream_only.py"),
-        confdir=confdir,
-        addon=False,
-    )
+    plain = plain_streaming(hostile.url, confdir)
     with addon, plain:
         yield {"addon": addon, "plain": plain}
 
@@ -716,14 +698,7 @@ def bombs_side_by_side(
     for encoding in BOMBS:
         hostile_answers.bomb(encoding)  # made before any proxy runs, outside what is measured
     state = tmp_path_factory.mktemp("bombs")
-    plain = MitmdumpProcess(
-        "--mode",
-        f"reverse:{hostile.url}",
-        "-s",
-        str(ROOT / "scripts" / "bench_stream_only.py"),
-        confdir=confdir,
-        addon=False,
-    )
+    plain = plain_streaming(hostile.url, confdir)
     addon = reverse_proxy(hostile.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl")
     runs = {"plain": run_bombs(hostile, plain, "plain"), "addon": run_bombs(hostile, addon, "addon")}
     runs["addon"].log = LogTail(state / "events.jsonl", whole=True).events()

@@ -25,6 +25,8 @@ from typing import Any, Protocol
 import brotli
 import zstandard
 
+from .loopback import LoopbackServer
+
 
 @dataclass
 class Recorded:
@@ -207,13 +209,16 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class FakeProvider:
+class FakeProvider(LoopbackServer):
+    server_class = _QuietServer
+
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
         from .fake_chat import ChatDialect
         from .fake_gemini import GeminiDialect
         from .fake_responses import ResponsesDialect
 
+        super().__init__()
         self.requests: list[Recorded] = []
         self.chat = ChatDialect()
         self.responses = ResponsesDialect()
@@ -222,33 +227,19 @@ class FakeProvider:
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
-        self._server: ThreadingHTTPServer | None = None
 
     @property
     def issued(self) -> dict[str, dict[str, str]]:
         """What the chat completions dialects issued, by tool call id."""
         return self.chat.issued
 
-    def start(self) -> FakeProvider:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
         provider = self
 
         class Handler(_Handler):
             fake = provider
 
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return Handler
 
     def record(self, recorded: Recorded) -> None:
         with self._lock:

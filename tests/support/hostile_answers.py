@@ -6,12 +6,11 @@ Each function gives a whole streamed answer (SSE bytes) with `n` such fragments.
 from __future__ import annotations
 
 import functools
+import json
 import zlib
 
 import brotli
 import zstandard
-
-import json
 
 
 def chat_details(n: int) -> bytes:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .loopback import LoopbackServer
 
 
 @dataclass
@@ -29,36 +31,23 @@ class Received:
     body: bytes
 
 
-class HostileUpstream:
+class HostileUpstream(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__()
         self.answers: dict[str, Answer] = {}
         self.received: list[Received] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
 
     def serve(self, path: str, answer: Answer) -> None:
         self.answers[path] = answer
 
-    def start(self) -> HostileUpstream:
+    def handler(self) -> type[BaseHTTPRequestHandler]:
         upstream = self
 
         class Handler(_Handler):
             owner = upstream
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        return Handler
 
     def last(self) -> Received:
         with self._lock:

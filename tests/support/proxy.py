@@ -160,3 +160,21 @@ def reverse_proxy(
     """`mitmdump -s addon/main.py --mode reverse:UPSTREAM`, each keyword set as `--set name=value`."""
     sets = [arg for name, value in options.items() for arg in ("--set", f"{name}={value}")]
     return MitmdumpProcess("--mode", f"reverse:{upstream}", *sets, *args, confdir=confdir, preexec_fn=preexec_fn)
+
+
+def plain_streaming(upstream: str, confdir: Path) -> MitmdumpProcess:
+    """Plain mitmdump, without the addon, in front of `upstream`, that only streams event streams as any LLM
+    proxy must (scripts/bench_stream_only.py): what the addon's costs are measured against."""
+    script = ROOT / "scripts" / "bench_stream_only.py"
+    return MitmdumpProcess("--mode", f"reverse:{upstream}", "-s", str(script), confdir=confdir, addon=False)
+
+
+def start_failure(process: MitmdumpProcess) -> tuple[int | None, str]:
+    """Starts a mitmdump that is expected to refuse to start: its exit code and its output."""
+    try:
+        process.start()
+    except RuntimeError:
+        pass
+    finally:
+        process.stop()
+    return (process._process.returncode if process._process else None), process.output
