@@ -405,6 +405,13 @@ def secret_session(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.T
             body["input"] += [call, {"type": "function_call_output", "call_id": call["call_id"], "output": pasted}]
             turns["responses"] = http.post("/v1/responses", json=body).status_code
             forwarded["responses"] = fake.last("/v1/responses")
+            # A provider's error that echoes the keys back: the diagnosis quotes it in the log, a comment and a line.
+            body = {"model": DEEPSEEK, "messages": [{"role": "user", "content": prompt}]}
+            echoed = {
+                "x-fake-status": "400",
+                "x-fake-say": base64.b64encode(f"Invalid key: {CREDENTIALS}".encode()).decode(),
+            }
+            assert http.post("/v1/chat/completions", json=body, headers=echoed).status_code == 400
         # DeepSeek's two turns and the first turns of the others (their second turns are refused)
         LogTail(state / "events.jsonl", whole=True).wait_for("captured", 4)
         cache = b"".join(path.read_bytes() for path in sorted(state.glob("cache.db*")))
@@ -443,6 +450,7 @@ def test_no_planted_secret_is_in_flow_comments_the_export_or_the_check_report(
     with secret_session.flows.open("rb") as handle:
         comments = [flow.comment for flow in io.FlowReader(handle).stream()]
     assert any("llm repaired" in comment for comment in comments)
+    assert any("llm 400 from" in comment and "Invalid key: [REDACTED]" in comment for comment in comments)
     assert leaked("\n".join(comments)) == []
     out = tmp_path / "fixture"
     assert offline_cli("export", str(secret_session.flows), str(out)).returncode == 0

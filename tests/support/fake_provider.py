@@ -56,8 +56,8 @@ class Options:
     corrupt: str | None = None  # "truncate" or "non-utf8": spoil a JSON answer, or the data of every stream event
     hold: str | None = None  # a name: wait until the test calls `FakeProvider.release(name)` (at most HOLD_SECONDS)
     hold_after: int | None = None  # streams: hold after this many events instead of before answering
-    # text the model quotes (a key from a tool result, say) in its reasoning and its tool call arguments; the
-    # header carries it base64-encoded, since it may hold newlines (a PEM block)
+    # text the model quotes (a key from a tool result, say) in its reasoning and its tool call arguments, or the
+    # message of the error `status` answers with; the header carries it base64-encoded (it may hold newlines)
     say: str | None = None
 
     @classmethod
@@ -312,7 +312,10 @@ class _Handler(BaseHTTPRequestHandler):
             return
         dialect = self.fake.dialect_for(self.path)
         if options.status is not None:
-            reply = Reply(options.status, SERVER_ERROR, headers={"retry-after": "1", "x-request-id": "req_fake_5xx"})
+            error = (
+                SERVER_ERROR if options.say is None else {"error": {**SERVER_ERROR["error"], "message": options.say}}
+            )
+            reply = Reply(options.status, error, headers={"retry-after": "1", "x-request-id": "req_fake_5xx"})
         elif dialect is None:
             reply = Reply(200, {"ok": True, "path": self.path, "length": len(raw)})
         elif not isinstance(doc, dict):
