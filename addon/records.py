@@ -57,9 +57,17 @@ def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
 
     Clients that rewrite tool call ids still send the same function and arguments back.
     """
+    if isinstance(arguments, str):  # as chat and Responses send them: a long history asks about each every turn
+        return _text_call_fingerprint(model, name, arguments)
     return fingerprint_of(model, name, arguments_digest(arguments))
 
 
+@lru_cache(maxsize=8192)
+def _text_call_fingerprint(model: str | None, name: str, arguments: str) -> str:
+    return fingerprint_of(model, name, arguments_digest(arguments))
+
+
+@lru_cache(maxsize=8192)
 def fingerprint_of(model: str | None, name: str, digest: str) -> str:
     """`call_fingerprint` of a call whose arguments are known by their digest."""
     return FINGERPRINT_PREFIX + _sha256("\0".join((model or "", name, digest)))

@@ -283,3 +283,11 @@ def test_masked_json_is_json_and_holds_no_planted_credential(names: list[str], f
         masked = redact_json_text(text)
         json.loads(masked)
         assert not any(SHAPES[name][1] in masked for name in names)
+
+
+def test_text_whose_lower_case_is_longer_is_masked_at_the_right_place() -> None:
+    value, marker = SHAPES["github"]
+    text = "İİİ Authorization: Bearer abcdefghijklmnop " + value + " İ end"
+    masked = redact_text(text)
+    assert marker not in masked and "abcdefghijklmnop" not in masked
+    assert masked.startswith("İİİ Authorization: ") and masked.endswith(" İ end")
