@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 from llm_reasoning_proxy import formats, jsoncodec  # noqa: E402
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
-from llm_reasoning_proxy.events import Repaired, loggable_actions  # noqa: E402
+from llm_reasoning_proxy.events import Repaired, fit_line, loggable_actions  # noqa: E402
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
+from llm_reasoning_proxy.redact import redact_json_text  # noqa: E402
 from llm_reasoning_proxy.repair import plan_repair  # noqa: E402
 from llm_reasoning_proxy.response_tap import ResponseTap  # noqa: E402
 from llm_reasoning_proxy.scope import credential_fingerprint  # noqa: E402
@@ -356,7 +357,7 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     path = "/v1/chat/completions"
     request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}{path}", body, HEADERS)
     wire_format = ChatCompletions()
-    docs = iter([jsoncodec.loads(body) for _ in range(repeat + 1)])
+    docs = iter([jsoncodec.loads_exact(body) for _ in range(repeat + 1)])
     plans = []
 
     def plan() -> None:
@@ -367,16 +368,17 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
         event = Repaired(
             flow_id="f", host="h", url="u", wire_format=wire_format.name, applied=True, cache_hits=1, actions=actions
         )
-        event.model_dump_json()
+        redact_json_text(fit_line(event))
 
-    stages: dict[str, Callable[[], object]] = {"  c parse (orjson)": lambda: jsoncodec.loads(body)}
+    # As the proxy does it: a body it may write back is read exactly (msgspec), and the log line is masked.
+    stages: dict[str, Callable[[], object]] = {"  c parse (exact)": lambda: jsoncodec.loads_exact(body)}
     stages["  c lookups and repairs"] = plan
     plan()
     actions = loggable_actions(plans[0].actions, include_opaque=False)
-    repaired = jsoncodec.loads(body)
+    repaired = jsoncodec.loads_exact(body)
     plan_repair(wire_format, request, repaired, MODEL, store, "auto")
-    stages["  c serialise (orjson)"] = lambda: jsoncodec.dumps(repaired)
-    stages["  c summary and log line"] = log_line
+    stages["  c serialise (exact)"] = lambda: jsoncodec.dumps_request(repaired)
+    stages["  c summary and masked log line"] = log_line
     out = {}
     for name, fn in stages.items():
         best, median = per_call(fn, repeat)
@@ -399,10 +401,10 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         assert wire_format is not None
 
         def run() -> int:
-            doc = jsoncodec.loads(body)
+            doc = jsoncodec.loads_exact(body)
             model = wire_format.request_model(path, body, doc)
             plan = plan_repair(wire_format, request, doc, model, store, "auto")
-            return len(jsoncodec.dumps(doc)) if plan.actions else 0
+            return len(jsoncodec.dumps_request(doc)) if plan.actions else 0
 
         assert run() > 0, f"{name}: nothing was repaired"
         best, median = per_call(run, repeat)
