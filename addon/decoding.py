@@ -24,6 +24,11 @@ PIECE = 64 * 1024
 # zstd input is fed in slices of this size: a run-length block turns 4 bytes into 128 KiB, so a slice can make
 # at most about 2 MiB before its output is handed on.
 _ZSTD_SLICE = 64
+# zlib and brotli input is fed in slices of this size: both copy what they leave unconsumed on every call, so a
+# whole chunk at once would be copied again for every piece (and for every member of a gzip body).
+_SLICE = 4096
+# Encodings one body may name: real ones name one, rarely two; each stage's output is work and memory too.
+MOST_ENCODINGS = 3
 
 
 class UnsupportedEncoding(ValueError):
@@ -68,9 +73,14 @@ class _Zlib:
         self._wbits = wbits
         self._members = members  # gzip bodies may be several members back to back
         self._obj = zlib.decompressobj(wbits=wbits)
+        self._fed = False
 
     def decode(self, chunk: bytes) -> Iterator[bytes]:
-        data = chunk
+        self._fed = self._fed or bool(chunk)
+        for start in range(0, len(chunk), _SLICE):
+            yield from self._decode(chunk[start : start + _SLICE])
+
+    def _decode(self, data: bytes) -> Iterator[bytes]:
         while True:
             out = self._obj.decompress(data, PIECE)
             if out:
@@ -87,6 +97,8 @@ class _Zlib:
         out = self._obj.flush()
         if out:
             yield out
+        if self._fed and not self._obj.eof:
+            raise NotDecodable("compressed data cut short")
 
 
 class _Deflate:
@@ -123,17 +135,22 @@ class _Brotli:
 
     def __init__(self) -> None:
         self._obj = brotlicffi.Decompressor()
+        self._fed = False
 
     def decode(self, chunk: bytes) -> Iterator[bytes]:
-        out = self._obj.process(chunk, output_buffer_limit=PIECE)
-        if out:
-            yield out
-        while not self._obj.can_accept_more_data():
-            out = self._obj.process(b"", output_buffer_limit=PIECE)
+        self._fed = self._fed or bool(chunk)
+        for start in range(0, len(chunk), _SLICE):
+            out = self._obj.process(chunk[start : start + _SLICE], output_buffer_limit=PIECE)
             if out:
                 yield out
+            while not self._obj.can_accept_more_data():
+                out = self._obj.process(b"", output_buffer_limit=PIECE)
+                if out:
+                    yield out
 
     def flush(self) -> Iterator[bytes]:
+        if self._fed and not self._obj.is_finished():
+            raise NotDecodable("compressed data cut short")
         return iter(())
 
 
@@ -185,15 +202,18 @@ class _Chain:
 
     def __init__(self, decoders: list[StreamDecoder]) -> None:
         self._decoders = decoders
+        self._room = 1 << 62
+        self._made = [0] * len(decoders)  # what each stage made: the inner ones cost work too, however little is left
 
     @property
     def room(self) -> int:
-        return self._decoders[0].room
+        return self._room
 
     @room.setter
     def room(self, value: int) -> None:
-        for decoder in self._decoders:
-            decoder.room = value
+        self._room = value
+        for position, decoder in enumerate(self._decoders):
+            decoder.room = value - self._made[position]
 
     def decode(self, chunk: bytes) -> Iterator[bytes]:
         return self._through(0, chunk)
@@ -203,11 +223,19 @@ class _Chain:
             yield chunk
             return
         for piece in self._decoders[position].decode(chunk):
+            self._count(position, piece)
             yield from self._through(position + 1, piece)
+
+    def _count(self, position: int, piece: bytes) -> None:
+        if position < len(self._decoders) - 1:  # the last stage's output is counted by its owner
+            self._made[position] += len(piece)
+            if self._made[position] > self._room:
+                raise DecodedTooLarge("an inner content-encoding made more than the limit")
 
     def flush(self) -> Iterator[bytes]:
         for position, decoder in enumerate(self._decoders):
             for piece in decoder.flush():
+                self._count(position, piece)
                 yield from self._through(position + 1, piece)
 
 
@@ -228,6 +256,8 @@ def stream_decoder(content_encoding: str | None) -> StreamDecoder:
     names = [n for n in names if n != "identity"]
     if not names:
         return _Identity()
+    if len(names) > MOST_ENCODINGS:
+        raise UnsupportedEncoding(f"more than {MOST_ENCODINGS} content-encodings ({len(names)})")
     try:
         decoders = [_FACTORIES[n]() for n in reversed(names)]
     except KeyError as e:
@@ -271,7 +301,7 @@ class BoundedDecoder:
 def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
     """A whole body, decoded; raises DecodedTooLarge past `limit`, NotDecodable, UnsupportedEncoding."""
     decoder = BoundedDecoder(content_encoding, limit)
-    if decoder.plain:
+    if decoder.plain or not raw:
         return raw
     out = bytearray()
     for piece in decoder.decode(raw):

@@ -94,7 +94,8 @@ def _exact_float(text: str) -> Any:
 
 
 def _exact_int(text: str) -> Any:
-    return ExactNumber(text) if text == "-0" else int(text)
+    # "-0" would come back as 0; past 4,000 digits int() refuses the text (CPython's guard against slow parses).
+    return ExactNumber(text) if text == "-0" or len(text) > 4000 else int(text)
 
 
 def _raw_number(value: Any) -> Any:
@@ -110,9 +111,13 @@ _NEGATIVE_ZERO = re.compile(rb"-0(?![\d.eE])")
 
 
 def _has_negative_zero(data: bytes | bytearray) -> bool:
+    """Whether the body holds the number -0 (not -0.5, not "-0" in a string): after `:`, `,` or `[` and any white
+    space, or as the whole document."""
     for match in _NEGATIVE_ZERO.finditer(data):
-        before = data[max(0, match.start() - 64) : match.start()].rstrip(b" \t\r\n")[-1:]
-        if before and before in b":,[":
+        at = match.start() - 1
+        while at >= 0 and data[at] in b" \t\r\n":
+            at -= 1
+        if at < 0 or data[at] in b":,[":
             return True
     return False
 
@@ -125,9 +130,11 @@ def loads_exact(data: bytes | bytearray) -> Any:
         if not _has_negative_zero(data):
             try:
                 return _REQUEST_DECODER.decode(data)
-            except msgspec.DecodeError:
-                pass  # what msgspec refuses (NaN, a lone surrogate) the standard library may take
-        return json.loads(bytes(data), parse_float=_exact_float, parse_int=_exact_int, parse_constant=ExactNumber)
+            except (msgspec.DecodeError, ValueError):
+                pass  # what msgspec refuses (NaN, a lone surrogate, 5,000 digits) the standard library may take
+        # Here every float is kept as its text: if this body is written back by the standard library (it holds a
+        # lone surrogate), its floats would otherwise take Python's spelling, and with them it cannot be at all.
+        return json.loads(bytes(data), parse_float=ExactNumber, parse_int=_exact_int, parse_constant=ExactNumber)
     except RecursionError:  # a valid document thousands of levels deep
         raise TooDeep from None
 

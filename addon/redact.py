@@ -42,8 +42,25 @@ SECRET_HEADERS = frozenset(
         "x-functions-key",  # Azure Functions
     }
 )
-# Any other header whose name says it carries a credential is one too...
-_CREDENTIAL_WORDS = re.compile(r"auth|key|token|secret|passw|credential|cookie|signature")
+# Any other header one of whose words (between - and _) says it carries a credential is one too...
+CREDENTIAL_WORDS = frozenset(
+    {
+        "auth",
+        "authorization",
+        "key",
+        "apikey",
+        "token",
+        "accesstoken",
+        "secret",
+        "password",
+        "passwd",
+        "passphrase",
+        "credential",
+        "credentials",
+        "cookie",
+        "signature",
+    }
+)
 # ...except these, which change with every request and identify nobody.
 NOT_CREDENTIAL_HEADERS = frozenset({"idempotency-key", "x-idempotency-key", "sec-websocket-key"})
 
@@ -54,11 +71,30 @@ def is_credential_header(name: str, also: frozenset[str] = frozenset()) -> bool:
     lowered = name.lower()
     if lowered in SECRET_HEADERS or lowered in also:
         return True
-    return lowered not in NOT_CREDENTIAL_HEADERS and _CREDENTIAL_WORDS.search(lowered) is not None
+    # By whole words: x-portkey-trace-id holds "key" only inside "portkey", x-max-tokens says "tokens".
+    return lowered not in NOT_CREDENTIAL_HEADERS and not CREDENTIAL_WORDS.isdisjoint(re.split(r"[-_]", lowered))
 
 
 SECRET_QUERY_PARAMS = frozenset(
-    {"key", "api_key", "apikey", "api-key", "access_token", "token", "auth", "sig", "signature", "code"}
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "access_token",
+        "access-token",
+        "accesstoken",
+        "token",
+        "auth",
+        "sig",
+        "signature",
+        "code",
+        "subscription-key",  # Azure API Management
+        "subscription_key",
+        "password",
+        "secret",
+        "client_secret",
+    }
 )
 
 _QUERY_NAMES = "|".join(re.escape(p) for p in sorted(SECRET_QUERY_PARAMS))
@@ -98,7 +134,7 @@ KEY_SHAPES: dict[str, tuple[tuple[str, ...], str]] = {
     "pypi": (("pypi-",), r"pypi-[A-Za-z0-9_-]{50,}"),
     "sendgrid": (("SG.",), r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
     "twilio": (("SK",), r"SK[0-9a-fA-F]{32}(?![0-9a-fA-F])"),
-    "jwt": (("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    "jwt": (("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
     # GitHub Copilot's API token: tid=…;exp=…;sku=…;proxy-ep=…;…;8kp=1:<mac>
     "copilot": (("tid=",), r"tid=[0-9A-Fa-f]{16,};[A-Za-z0-9_.;=:+/-]*"),
 }
@@ -116,6 +152,9 @@ class _Rule:
     replacement: str = REDACTED
     folded: bool = True
     inside_words: bool = False
+    # A credential recognised by its own shape (a key prefix, a PEM block), not by the words around it: precise
+    # enough to decide what the cache may not keep (`holds_credential`).
+    shape: bool = False
 
 
 def _rule(anchors: tuple[str, ...], pattern: str, replacement: str = REDACTED, **options: bool) -> _Rule:
@@ -130,44 +169,57 @@ _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345678
 _SECRET_NAME_ENDS = (
     "api_key", "api-key", "apikey", "secret", "_token", "-token", "password", "passwd", "passphrase",
     "access_key", "access-key", "accesskey", "private_key", "private-key", "privatekey", "credential",
-    "credentials", "auth_key", "auth-key", "accountkey",
+    "credentials", "auth_key", "auth-key", "accountkey", "-key", "_key",
 )  # fmt: skip
 _VALUE = r"""[^\s"'&,;\\<>(){}\[\]]"""
+# The longest value a rule masks: no credential is longer, and a bound keeps a match from running through a whole
+# hostile text (4 MB of "api_key=" would otherwise cost one scan to its end per anchor).
+_LONGEST = 4096
 
 _RULES: tuple[_Rule, ...] = (
     _rule(
         ("-----begin ",),
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----"
-        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\+[nrt])*?-----END [A-Z0-9 ]*PRIVATE KEY-----|(?:[A-Za-z0-9+/=\s]|\\+[nrt])*)",
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\+[nrt]){0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:[A-Za-z0-9+/=\s]|\\+[nrt]){0,16384})",
         inside_words=True,
+        shape=True,
     ),
     # "Bearer abc" as it appears in headers and error texts
-    _rule(("bearer",), rf"(bearer)\s+{_TOKEN}{{8,}}", rf"\1 {REDACTED}"),
+    _rule(("bearer",), rf"(bearer)\s+{_TOKEN}{{8,{_LONGEST}}}", rf"\1 {REDACTED}"),
     # "Basic abc", "token abc": only token-looking values, not the next English word
-    _rule(("basic", "token"), rf"(basic|token)\s+(?={_TOKEN}*\d){_TOKEN}{{16,}}", rf"\1 {REDACTED}"),
+    _rule(
+        ("basic", "token"),
+        rf"(basic|token)\s+(?={_TOKEN}{{0,{_LONGEST}}}\d){_TOKEN}{{16,{_LONGEST}}}",
+        rf"\1 {REDACTED}",
+    ),
     # key=... in URLs and query strings quoted inside free text
     _rule(
         ("?", "&"),
-        rf"([?&](?:{_QUERY_NAMES})=)[^&\s\"'\\]+",
+        rf"([?&](?:{_QUERY_NAMES})=)[^&\s\"'\\]{{1,{_LONGEST}}}",
         rf"\1{REDACTED}",
         inside_words=True,
     ),
     # cookie headers hold several values separated by "; ": mask up to the end of the value
-    _rule(("cookie",), r"(cookie)([\"']?\s*[:=]\s*)[^\r\n\"'\\]+", rf"\1\2{REDACTED}"),
+    _rule(
+        ("cookie", "set-cookie"),
+        rf"(set-cookie|cookie)([\"']?\s*[:=]\s*)[^\r\n\"'\\]{{1,{_LONGEST}}}",
+        rf"\1\2{REDACTED}",
+    ),
     # other header lines quoted inside free text: "x-api-key: abc", "x-api-key":"abc", 'api-key': 'abc'
     _rule(
         tuple(SECRET_HEADERS - {"cookie", "set-cookie"}),
-        rf"({_HEADER_NAMES})([\"']?\s*[:=]\s*[\"']?)[^\s\"',}}\\]+",
+        rf"({_HEADER_NAMES})([\"']?\s*[:=]\s*[\"']?)[^\r\n\"',}}\\]{{1,{_LONGEST}}}",
         rf"\1\2{REDACTED}",
     ),
     # a value after a name that says it holds a secret (the name may go on before the anchor: OPENAI_API_KEY)
     _rule(
         _SECRET_NAME_ENDS,
-        rf"((?:{'|'.join(map(re.escape, _SECRET_NAME_ENDS))})(?:[_-]?(?:id|key))?[\"']?\s*[:=]\s*[\"']?){_VALUE}{{4,}}",
+        rf"((?:{'|'.join(map(re.escape, _SECRET_NAME_ENDS))})(?:[_-]?(?:id|key))?[\"']?\s*[:=]\s*[\"']?){_VALUE}{{4,{_LONGEST}}}",
         rf"\1{REDACTED}",
         inside_words=True,
     ),
-    *(_rule(anchors, shape, folded=False) for anchors, shape in KEY_SHAPES.values()),
+    *(_rule(anchors, shape, folded=False, shape=True) for anchors, shape in KEY_SHAPES.values()),
 )
 
 
@@ -188,7 +240,7 @@ def _automaton() -> ahocorasick.Automaton:
 _ANCHORS = _automaton()
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 # user:password@ in URLs: anchored on "://", the scheme before it
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'\\]+:[^/\s@\"'\\]+@")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'\\]{0,256}:[^/\s@\"'\\]{1,4096}@")
 _QUERY_SECRET = re.compile(rf"(?i)(^|[&;])((?:{_QUERY_NAMES})=)[^&;]*")
 
 
@@ -206,13 +258,22 @@ def _candidates(text: str, first_rule: int) -> dict[int, list[int]]:
     return found
 
 
+def _at_token_start(text: str, at: int) -> bool:
+    """Whether a token starts at `at`: nothing of a word before it, or an escape such as the \\n of JSON text."""
+    return at == 0 or text[at - 1] not in _WORD or (at >= 2 and text[at - 2] == "\\" and text[at - 1] in "nrtbf")
+
+
 def _matches(rule: _Rule, text: str, positions: list[int]) -> list[tuple[int, int, str]]:
-    found = []
+    found: list[tuple[int, int, str]] = []
+    end = 0
     for at in positions:
-        if rule.inside_words or at == 0 or text[at - 1] not in _WORD:
+        if at < end:  # inside what this rule already masks: one scan of the text, however many anchors it holds
+            continue
+        if rule.inside_words or _at_token_start(text, at):
             match = rule.pattern.match(text, at)
             if match:
                 found.append((match.start(), match.end(), match.expand(rule.replacement)))
+                end = match.end()
     return found
 
 
@@ -271,7 +332,18 @@ def masked_logger(name: str) -> logging.Logger:
 
 
 def holds_secret(text: str) -> bool:
+    """Whether any rule would mask something in `text`: what decides that a text is masked."""
     return redact_text(text) != text
+
+
+def holds_credential(text: str) -> bool:
+    """Whether `text` holds a credential recognised by its shape alone (`KEY_SHAPES`, a PEM private key). The
+    broader rules (`api_key = …`, `password: …`) are right for what is masked, but would call ordinary code in a
+    model's reasoning a secret; this is what decides that a value the provider signed is not kept at all."""
+    candidates = _candidates(text, 0)
+    return any(
+        _RULES[index].shape and _matches(_RULES[index], text, positions) for index, positions in candidates.items()
+    )
 
 
 def redact_json_text(text: str) -> str:
@@ -283,7 +355,8 @@ def redact_json_text(text: str) -> str:
     try:
         json.loads(masked)
     except ValueError:
-        return json.dumps(redact_json(json.loads(text)), ensure_ascii=False, separators=(",", ":"))
+        # ASCII escapes: a lone surrogate in the text must stay an escape, or the line could not be written.
+        return json.dumps(redact_json(json.loads(text)), separators=(",", ":"))
     return masked
 
 

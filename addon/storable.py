@@ -9,13 +9,13 @@ not verify (`WireFormat.maskable_fields`, DeepSeek's `reasoning_content`): that 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from . import jsoncodec
 from .limits import MAX_RECORD_BYTES, MAX_VALUE_BYTES, MiB
 from .records import ReasoningRecord
-from .redact import holds_secret, redact_text
+from .redact import holds_credential, redact_text
 
 
 def _text(value: Any) -> str:
@@ -44,27 +44,48 @@ def too_big(record: ReasoningRecord) -> str | None:
     return None
 
 
-def _secret_fields(fields: Mapping[str, Any]) -> list[str]:
-    return [name for name, value in fields.items() if holds_secret(_text(value))]
+def _strings(value: Any) -> Iterator[str]:
+    """Every string inside a JSON value, decoded: a key after an escaped newline is still a key."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _holds_credential(value: Any) -> bool:
+    return any(holds_credential(text) for text in _strings(value))
 
 
 def without_secrets(record: ReasoningRecord, maskable: frozenset[str]) -> tuple[ReasoningRecord | None, str | None]:
     """The record as it may be stored, and what was done about a credential in it (None when there was none):
-    the record itself, a copy with its maskable fields masked, or None when it must not be stored."""
-    found = _secret_fields(record.fields)
-    on_calls = sorted({name for call in record.tool_calls for name in _secret_fields(call.fields)})
-    if not found and not on_calls:
-        return record, None
-    if on_calls or any(name not in maskable for name in found):
-        names = ", ".join(sorted({*found, *on_calls}))
+    the record itself, a copy with its maskable fields masked, or None when it must not be stored.
+
+    A maskable field (plain text the provider does not verify) is stored masked by every rule of the redactor.
+    Any other value is kept exactly or not at all, and withheld only for a credential recognised by its shape,
+    so that a model reasoning about code (`self.api_key = api_key`) is still cached."""
+    masked = {
+        name: text
+        for name, value in record.fields.items()
+        if name in maskable and isinstance(value, str) and (text := redact_text(value)) != value
+    }
+    signed = [name for name, value in record.fields.items() if name not in masked and _holds_credential(value)]
+    signed += sorted(
+        {name for call in record.tool_calls for name, value in call.fields.items() if _holds_credential(value)}
+    )
+    if signed:
         return None, (
-            f"its {names} holds a credential-shaped string; not cached, since it cannot be stored masked "
+            f"its {', '.join(signed)} holds a credential; not cached, since it cannot be stored masked "
             "without changing what the provider issued"
         )
-    masked = {**record.fields, **{name: redact_text(record.fields[name]) for name in found}}
-    return record.model_copy(
-        update={"fields": masked}
-    ), f"a credential-shaped string in its {', '.join(found)} is stored masked"
+    if not masked:
+        return record, None
+    note = f"a credential-shaped string in its {', '.join(masked)} is stored masked"
+    return record.model_copy(update={"fields": {**record.fields, **masked}}), note
 
 
 def storable(record: ReasoningRecord, wire_format: Any) -> tuple[ReasoningRecord | None, str | None]:

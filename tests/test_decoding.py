@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import resource
+import time
 import zlib
 from collections.abc import Iterator
 
@@ -11,8 +12,8 @@ import brotli
 import pytest
 import zstandard
 from llm_reasoning_proxy.decoding import (
-    BoundedDecoder,
     PIECE,
+    BoundedDecoder,
     DecodedTooLarge,
     NotDecodable,
     UnsupportedEncoding,
@@ -251,3 +252,46 @@ def test_a_plain_body_is_never_bounded_only_what_is_decoded() -> None:
     assert b"".join(decoder.decode(b"x" * 1000)) == b"x" * 1000
     with pytest.raises(DecodedTooLarge):
         b"".join(BoundedDecoder("gzip", 10).decode(gzip.compress(b"x" * 1000)))
+
+
+# --------------------------------------------------------------------------------------
+# what an attacker's review found
+
+
+def test_an_inner_encoding_that_makes_too_much_is_bounded_too() -> None:
+    # deflate's stored blocks of nothing, 64 MiB of them, wrapped in brotli: the outer stage is what makes it all.
+    inner = zlib.compressobj(0, wbits=15)
+    stored = b"".join(inner.compress(b"\0" * (1 << 20)) for _ in range(64)) + inner.flush()
+    body = brotli.compress(stored, quality=5)
+    started = time.process_time()
+    with pytest.raises(DecodedTooLarge):
+        decode_body(body, "deflate, br", 8 * MIB)
+    assert time.process_time() - started < 5
+
+
+def test_more_than_three_encodings_are_not_decoded() -> None:
+    body = gzip.compress(gzip.compress(gzip.compress(gzip.compress(b"x"))))
+    with pytest.raises(UnsupportedEncoding, match="more than 3 content-encodings"):
+        decode_body(body, "gzip, gzip, gzip, gzip", MIB)
+    with pytest.raises(UnsupportedEncoding):
+        decode_prefix(b"x", ", ".join(["gzip"] * 995), MIB)  # no RecursionError whatever the header says
+
+
+def test_many_empty_gzip_members_cost_time_linear_in_their_number() -> None:
+    member = gzip.compress(b"")
+
+    def cpu(count: int) -> float:
+        started = time.process_time()
+        assert decode_body(member * count, "gzip", MIB) == b""
+        return time.process_time() - started
+
+    small, large = min(cpu(4_000) for _ in range(3)), min(cpu(40_000) for _ in range(3))
+    assert large < 30 * max(small, 0.002), f"{small:.4f}s for 4,000 members, {large:.4f}s for 40,000"
+
+
+@pytest.mark.parametrize("name", ["gzip", "deflate", "br"])
+def test_compressed_data_cut_short_is_not_decodable(name: str) -> None:
+    whole = {"gzip": gzip.compress, "deflate": zlib.compress, "br": brotli.compress}[name](PAYLOAD)
+    with pytest.raises(NotDecodable, match="cut short"):
+        decode_body(whole[: len(whole) // 2], name, MIB)
+    assert decode_body(b"", name, MIB) == b""  # an empty body is no cut one

@@ -429,9 +429,10 @@ def test_signed_reasoning_that_holds_a_secret_is_not_stored(secret_session: Secr
     # the proxy (the client dropped it), with a skipped event that says why.
     assert secret_session.turns["anthropic"] == 400 and secret_session.turns["responses"] == 400
     events = LogTail(secret_session.state / "events.jsonl", whole=True).events("skipped")
-    reasons = [e["reason"] for e in events if "credential-shaped string" in e["reason"]]
+    reasons = [e["reason"] for e in events if "holds a credential; not cached" in e["reason"]]
     assert len(reasons) == 2
-    assert any("its thinking, thinking_blocks holds" in r for r in reasons) and any("summary" in r for r in reasons)
+    assert any("its thinking_blocks, thinking holds" in r for r in reasons)
+    assert any("its summary holds" in r for r in reasons)
 
 
 def test_no_planted_secret_is_in_the_log_the_cache_or_the_proxys_output(secret_session: SecretSession) -> None:

@@ -233,7 +233,7 @@ def test_no_planted_credential_reaches_the_written_files(tmp_path: Path, placeho
         "my Gemini key is [REDACTED], keep it safe",
     ]
     sse = fixture.response.sse
-    assert ": authorization: [REDACTED] [REDACTED]\n" in sse
+    assert ": authorization: [REDACTED]\n" in sse
     assert '"content":"key [REDACTED] and [REDACTED]"' in sse
     # A secret only the decoded JSON shows: that line alone is written again from the redacted document.
     assert 'data: {"choices":[{"index":0,"delta":{"content":"","password":"[REDACTED]"}}]}\n' in sse

@@ -29,8 +29,10 @@ AWKWARD = [
 def test_a_number_that_would_change_is_written_back_as_it_came(token: bytes) -> None:
     body = b'{"model":"m","x":[' + token + b',1,0.5,"a: 1.50"],"y":{"z":' + token + b"}}"
     doc = jsoncodec.loads_exact(body)
-    # Kept as its text, or read as an integer of any width.
-    assert isinstance(doc["x"][0], (ExactNumber, int)) and doc["x"][1:] == [1, 0.5, "a: 1.50"]
+    # Kept as its text, or read as an integer of any width; the rest as it was.
+    assert isinstance(doc["x"][0], (ExactNumber, int))
+    assert jsoncodec.dumps_request(doc["x"][1:]) == b'[1,0.5,"a: 1.50"]'
+
     doc["added"] = None  # as a repair changes something elsewhere in the body
     assert jsoncodec.dumps_request(doc) == body[:-1] + b',"added":null}'
     assert copy.deepcopy(doc) == doc  # the offline check works on a copy
@@ -83,3 +85,19 @@ def test_every_number_comes_back_as_it_was_written(tokens: list[str]) -> None:
     doc = jsoncodec.loads_exact(body)
     doc["tail"] = "y"  # a change elsewhere forces the body to be written again
     assert jsoncodec.dumps_request(doc) == body.replace(b'"tail":"x"', b'"tail":"y"')
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b'{"a":' + b" " * 70 + b"-0}", b"[1," + b"\n" * 65 + b"-0]", b"-0", b'{"n":' + b"9" * 5000 + b',"m":"x"}'],
+)
+def test_numbers_the_review_found_changing_come_back_as_written(body: bytes) -> None:
+    assert jsoncodec.dumps_request(jsoncodec.loads_exact(body)).replace(b" ", b"").replace(b"\n", b"") == (
+        body.replace(b" ", b"").replace(b"\n", b"")
+    )
+
+
+def test_a_body_with_a_lone_surrogate_and_a_float_is_not_written_back_with_other_spellings() -> None:
+    doc = jsoncodec.loads_exact(b'["\\ud800",1e16,1e-7]')
+    with pytest.raises(NotWritable):  # the standard library would write 1e+16 and 1e-07: the repair is declined
+        jsoncodec.dumps_request(doc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import given
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from llm_reasoning_proxy.redact import (
     REDACTED,
     SECRET_HEADERS,
+    holds_credential,
     redact_headers,
     redact_json_text,
     redact_text,
@@ -75,7 +77,7 @@ def test_redact_text_masks_secret(text, secret):
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (f"Authorization: Bearer {OPENAI_KEY}", "Authorization: [REDACTED] [REDACTED]"),
+        (f"Authorization: Bearer {OPENAI_KEY}", "Authorization: [REDACTED]"),
         (f'{{"x-api-key":"{ANTHROPIC_KEY}"}}', '{"x-api-key":"[REDACTED]"}'),
         (f"x-goog-api-key: {GOOGLE_KEY}", "x-goog-api-key: [REDACTED]"),
         ("api-key: 0123456789abcdef0123", "api-key: [REDACTED]"),
@@ -287,7 +289,61 @@ def test_masked_json_is_json_and_holds_no_planted_credential(names: list[str], f
 
 def test_text_whose_lower_case_is_longer_is_masked_at_the_right_place() -> None:
     value, marker = SHAPES["github"]
-    text = "İİİ Authorization: Bearer abcdefghijklmnop " + value + " İ end"
+    text = "İİİ bearer abcdefghijklmnop " + value + " İ end"
     masked = redact_text(text)
     assert marker not in masked and "abcdefghijklmnop" not in masked
-    assert masked.startswith("İİİ Authorization: ") and masked.endswith(" İ end")
+    assert masked.startswith("İİİ bearer [REDACTED] ") and masked.endswith(" İ end")
+
+
+# --------------------------------------------------------------------------------------
+# what an attacker's review found
+
+
+@pytest.mark.parametrize("anchor", ["api_key=", "?key=", "-----BEGIN PRIVATE KEY-----", "cookie=", "x-api-key=", "sk-"])
+def test_a_text_of_nothing_but_anchors_costs_time_linear_in_its_length(anchor: str) -> None:
+    def cpu(size: int) -> float:
+        text = anchor * (size // len(anchor))
+        started = time.process_time()
+        redact_text(text)
+        return time.process_time() - started
+
+    small, large = min(cpu(16_000) for _ in range(3)), min(cpu(160_000) for _ in range(3))
+    assert large < 30 * max(small, 0.002), f"{anchor!r}: {small:.4f}s for 16 KB, {large:.4f}s for 160 KB"
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_a_credential_after_an_escape_in_json_text_is_masked(name: str) -> None:
+    value, marker = SHAPES[name]
+    for escape in ("\n", "\t", "\r"):
+        line = json.dumps({"text": f"env:{escape}{value}"})
+        assert marker not in redact_json_text(line)
+
+
+@pytest.mark.parametrize(
+    "text, secret",
+    [
+        ("Authorization: Key 1a2b3c4d5e6f:0123456789abcdef", "0123456789abcdef"),
+        ("Authorization: SharedKey account:c2lnbmF0dXJlc2lnbmF0dXJl", "c2lnbmF0dXJlc2lnbmF0dXJl"),
+        ("authorization: Token abcdefghijklmnopqrstu", "abcdefghijklmnopqrstu"),
+        ("Set-Cookie: session=s3cr3tv4lu3; Path=/", "s3cr3tv4lu3"),
+        ("redis://:hunter2hunter2@cache.internal:6379/0", "hunter2hunter2"),
+        ("x-portkey-virtual-key: vk-0123456789abcdef", "vk-0123456789abcdef"),
+        ("-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQdGBGAbCdEf0123\n-----END PGP PRIVATE KEY BLOCK-----", "lQdGBG"),
+        ("token eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9.", "eyJzdWIiOiJhZG1pbiJ9"),
+    ],
+)
+def test_shapes_the_review_found_slipping_through_are_masked(text: str, secret: str) -> None:
+    assert secret not in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "self.api_key = api_key",
+        "password=None, then client_secret: settings.CLIENT_SECRET",
+        "The secret: tell nobody. max_token=4096, cookie: none",
+    ],
+)
+def test_code_in_a_models_reasoning_is_no_credential_to_the_cache(text: str) -> None:
+    assert not holds_credential(text)  # masked in the log all the same, but kept in the cache
+    assert holds_credential(text + " " + SHAPES["openai"][0])

@@ -70,3 +70,19 @@ def test_headers_named_by_the_user_count_too() -> None:
 def test_no_credential_is_the_anonymous_scope() -> None:
     scope = request_scope(request(("content-type", "application/json")))
     assert scope.anonymous and str(scope) == "gateway.example:443|anonymous"
+
+
+@pytest.mark.parametrize("name", ["x-portkey-trace-id", "x-max-tokens", "x-keyboard-layout", "monkey"])
+def test_a_header_is_a_credential_by_its_words_not_by_letters_inside_them(name: str) -> None:
+    assert not is_credential_header(name)
+    a, b = (
+        request(("authorization", "Bearer same"), (name, "one")),
+        request(("authorization", "Bearer same"), (name, "two")),
+    )
+    assert request_scope(a) == request_scope(b)
+
+
+@pytest.mark.parametrize("param", ["subscription-key", "access-token", "accessToken", "password", "client_secret"])
+def test_secret_query_parameters_of_gateways_keep_tenants_apart(param: str) -> None:
+    a, b = request(query=f"?{param}=tenant-a"), request(query=f"?{param}=tenant-b")
+    assert request_scope(a) != request_scope(b) and not request_scope(a).anonymous

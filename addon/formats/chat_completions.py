@@ -141,7 +141,7 @@ class _ChoiceState:
                 slot.arguments.append(arguments)
         for name in CALL_FIELDS:
             value = call_field(call, name)
-            if value is not None:
+            if value is not None and self.budget.take(name, len(jsoncodec.dumps(value))):
                 slot.fields[name] = value
 
     def fields(self) -> dict[str, Any]:
