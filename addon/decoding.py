@@ -31,15 +31,19 @@ _SLICE = 4096
 MOST_ENCODINGS = 3
 
 
-class UnsupportedEncoding(ValueError):
+class Undecodable(ValueError):
+    """A body the addon does not read: what each kind below says."""
+
+
+class UnsupportedEncoding(Undecodable):
     pass
 
 
-class DecodedTooLarge(ValueError):
+class DecodedTooLarge(Undecodable):
     """The body decodes to more than the limit: it is not read any further."""
 
 
-class NotDecodable(ValueError):
+class NotDecodable(Undecodable):
     """The bytes are not what their content-encoding says (a broken or false compressed body)."""
 
 
@@ -335,8 +339,7 @@ class Message(Protocol):
 
 
 def message_body(message: Message, limit: int) -> bytes:
-    """A request's or response's body, decoded within `limit` (DecodedTooLarge, NotDecodable or
-    UnsupportedEncoding otherwise): the only way the addon reads a body, never mitmproxy's unbounded decoding."""
+    """A request's or response's body, decoded within `limit` (an Undecodable otherwise): the only way the addon reads a body, never mitmproxy's unbounded decoding."""
     return decode_body(message.raw_content or b"", message.headers.get("content-encoding"), limit)
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field
 
 from . import jsoncodec
 from .limits import MAX_LOG_LINE_BYTES, MAX_LOGGED_TEXT_CHARS
+from .limits import utf8_size as _utf8_size
 from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
 from .redact import masked_logger, redact_json_text
@@ -175,10 +176,6 @@ def _serialise(event: Event) -> str:
         return jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
 
 
-def _utf8_size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
 def cut_text(text: str, keep: int) -> str:
     """A long text cut to `keep` characters, saying how long it was and which it was (a short SHA-256)."""
     if len(text) <= keep:
@@ -199,16 +196,17 @@ def _shrink(value: Any, text_cap: int, list_cap: int) -> Any:
 
 
 def fit_line(event: Event, limit: int = MAX_LOG_LINE_BYTES) -> str:
-    """The event as one JSON line of at most `limit` bytes: an event too big for that has its longest texts and
-    lists cut (each saying how long it was) and a `cut` entry with the size the whole line would have had."""
-    line = _serialise(event)
+    """The event as one JSON line of at most `limit` bytes, masked by the redactor: an event too big for that has
+    its longest texts and lists cut (each saying how long it was) and a `cut` entry with the size the whole line
+    would have had. The size is judged after masking, which may lengthen a line."""
+    line = redact_json_text(_serialise(event))
     size = _utf8_size(line)
     if size <= limit:
         return line
     doc = event.model_dump(mode="json", exclude_none=True)
     text_cap, list_cap = 1024, 64
     while text_cap >= 16:
-        line = jsoncodec.dumps({**_shrink(doc, text_cap, list_cap), "cut": {"bytes": size}}).decode()
+        line = redact_json_text(jsoncodec.dumps({**_shrink(doc, text_cap, list_cap), "cut": {"bytes": size}}).decode())
         if _utf8_size(line) <= limit:
             return line
         text_cap, list_cap = text_cap // 4, max(1, list_cap // 4)
@@ -264,7 +262,7 @@ class EventLog:
         if self._closed:
             return
         try:
-            line = redact_json_text(fit_line(event))
+            line = fit_line(event)
             if self._file is None and not self._reopen():
                 return
             assert self._file is not None

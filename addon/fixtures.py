@@ -289,7 +289,7 @@ def response_fixture(response: http.Response) -> ResponseFixture:
 
 def exchange_fixture(flow: Any) -> ExchangeFixture | None:
     """One flow as a redacted fixture (opaque values as they were); None for traffic that is not an LLM exchange.
-    Raises ValueError for an LLM exchange whose body cannot be read within the addon's bounds."""
+    Raises decoding.Undecodable for an LLM exchange whose body cannot be read within the addon's bounds."""
     if not isinstance(flow, http.HTTPFlow):
         return None
     request = flow.request
@@ -324,7 +324,7 @@ def build_fixtures(
     for flow in flows:
         try:
             fixture = exchange_fixture(flow)
-        except ValueError as e:
+        except decoding.Undecodable as e:
             if left_out is not None:
                 left_out.append(f"{redact_url(flow.request.pretty_url)}: {e}")
             continue

@@ -27,6 +27,11 @@ class TooDeep(ValueError):
         super().__init__("JSON nested too deeply to parse")
 
 
+def why_not_read(error: ValueError) -> str:
+    """What a body that `loads` refused is, for a person: "not valid JSON", or nested too deeply."""
+    return str(error) if isinstance(error, TooDeep) else "not valid JSON"
+
+
 def loads(data: bytes | bytearray | str) -> Any:
     """Parse JSON; raises ValueError when it is not JSON (or nested too deeply to parse)."""
     try:

@@ -136,10 +136,9 @@ def _check_exchange(
 ) -> None:
     try:
         doc = jsoncodec.loads(body)
-    except jsoncodec.TooDeep as e:
-        check.unreadable, check.beyond_tool = f"request body is {e}", True
-    except ValueError:
-        check.unreadable = "request body is not valid JSON"
+    except ValueError as e:
+        check.unreadable = f"request body is {jsoncodec.why_not_read(e)}"
+        check.beyond_tool = isinstance(e, jsoncodec.TooDeep)  # valid JSON this tool cannot follow
     else:
         check.model = wire_format.request_model(flow.request.path, body, doc)
         context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())

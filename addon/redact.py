@@ -180,7 +180,8 @@ _RULES: tuple[_Rule, ...] = (
     _rule(
         ("-----begin ",),
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        r"(?:(?:[A-Za-z0-9+/=\s:,.-]|\\+[nrt]){0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        # A body never runs into another BEGIN: the search for its END stops there, not 16 KiB on, at every BEGIN.
+        r"(?:(?:(?!-----BEGIN )[A-Za-z0-9+/=\s:,.-]|\\+[nrt]){0,16384}?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
         r"|(?:[A-Za-z0-9+/=\s]|\\+[nrt]){0,16384})",
         inside_words=True,
         shape=True,
@@ -240,7 +241,7 @@ def _automaton() -> ahocorasick.Automaton:
 _ANCHORS = _automaton()
 _ASCII_LOWER = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 # user:password@ in URLs: anchored on "://", the scheme before it
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@\"'\\]{0,256}:[^/\s@\"'\\]{1,4096}@")
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,31}://)[^/\s:@\"'\\]{0,256}:[^/\s@\"'\\]{1,4096}@")
 _QUERY_SECRET = re.compile(rf"(?i)(^|[&;])((?:{_QUERY_NAMES})=)[^&;]*")
 
 
@@ -266,7 +267,7 @@ def _at_token_start(text: str, at: int) -> bool:
 def _matches(rule: _Rule, text: str, positions: list[int]) -> list[tuple[int, int, str]]:
     found: list[tuple[int, int, str]] = []
     end = 0
-    for at in positions:
+    for at in sorted(positions):  # anchors come in the order they end, not the order they start
         if at < end:  # inside what this rule already masks: one scan of the text, however many anchors it holds
             continue
         if rule.inside_words or _at_token_start(text, at):

@@ -10,7 +10,7 @@ from mitmproxy import http
 from . import formats, jsoncodec
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .cache import ReasoningStore, StoreUnavailable
-from .decoding import DecodedTooLarge, NotDecodable, UnsupportedEncoding, message_body
+from .decoding import Undecodable, message_body
 from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
@@ -85,7 +85,7 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
         return None
     try:
         body = message_body(request, MAX_DECODED_BYTES)
-    except (DecodedTooLarge, NotDecodable, UnsupportedEncoding) as e:
+    except Undecodable as e:
         raise UnreadableBody(f"request body {e}") from None
     wire_format = formats.claim(request.method, request.path, body)
     return (wire_format, body) if wire_format is not None else None
@@ -127,8 +127,7 @@ class RequestRepair:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
             meta["request_model"] = wire_format.request_model(request.path, body, None)
-            why = f"request body is {e}" if isinstance(e, jsoncodec.TooDeep) else "request body is not valid JSON"
-            report_skip(flow, f"{why}; forwarded unchanged", self.config.events)
+            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.config.events)
             return
         store = self.config.store
         assert store is not None

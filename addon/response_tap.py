@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 
 from . import jsoncodec
-from .decoding import BoundedDecoder, DecodedTooLarge, NotDecodable, UnsupportedEncoding, decode_body
+from .decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
 from .formats import ResponseReader
 from .limits import MAX_DECODED_BYTES
 from .sse_parser import SSEParser
@@ -146,7 +146,7 @@ class ResponseTap:
     def _read_document(self, raw: bytes) -> None:
         try:
             body = decode_body(raw, self._encoding, MAX_DECODED_BYTES)
-        except (DecodedTooLarge, NotDecodable, UnsupportedEncoding) as e:
+        except Undecodable as e:
             self._stop(f"response body {e}; not read")
             return
         try:

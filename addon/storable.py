@@ -2,9 +2,9 @@
 
 The cache keeps values to put them back byte for byte, so a value cannot simply be masked: a thinking block,
 an encrypted reasoning item or a reasoning text that travels with a signature would no longer be what the
-provider issued, and the next request would fail on it. A record that holds a credential-shaped string is
-therefore not stored at all, unless every such string is in a field the provider reads as plain text and does
-not verify (`WireFormat.maskable_fields`, DeepSeek's `reasoning_content`): that field is stored masked.
+provider issued, and the next request would fail on it. A record with a credential (recognised by its shape) in
+such a value is therefore not stored at all; a field the provider reads as plain text and does not verify
+(`WireFormat.maskable_fields`, DeepSeek's `reasoning_content`) is stored masked instead.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import jsoncodec
-from .limits import MAX_RECORD_BYTES, MAX_VALUE_BYTES, MiB
+from .limits import MAX_RECORD_BYTES, MAX_VALUE_BYTES, MiB, utf8_size
 from .records import ReasoningRecord
 from .redact import holds_credential, redact_text
 
@@ -22,23 +22,20 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else jsoncodec.dumps(value).decode("utf-8", "surrogatepass")
 
 
-def _size(value: Any) -> int:
-    text = _text(value)
-    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-
-
 def _mb(size: int) -> str:
     return f"{size / MiB:.1f} MiB"
 
 
 def too_big(record: ReasoningRecord) -> str | None:
-    """Why a record is over the limits (a value over MAX_VALUE_BYTES, the whole over MAX_RECORD_BYTES), if it is."""
+    """Why a record is over the limits (a value over MAX_VALUE_BYTES, its values together over MAX_RECORD_BYTES),
+    if it is. The rest of a record (ids, names, digests) is small, and at most MAX_TOOL_CALLS calls' worth."""
     values = [*record.fields.items(), *((name, v) for call in record.tool_calls for name, v in call.fields.items())]
+    size = 0
     for name, value in values:
-        size = _size(value)
-        if size > MAX_VALUE_BYTES:
-            return f"its {name} is {_mb(size)}, over the {_mb(MAX_VALUE_BYTES)} limit per stored value"
-    size = len(jsoncodec.dumps(record.model_dump()))
+        value_size = utf8_size(_text(value))
+        if value_size > MAX_VALUE_BYTES:
+            return f"its {name} is {_mb(value_size)}, over the {_mb(MAX_VALUE_BYTES)} limit per stored value"
+        size += value_size
     if size > MAX_RECORD_BYTES:
         return f"its reasoning is {_mb(size)}, over the {_mb(MAX_RECORD_BYTES)} limit per stored answer"
     return None

@@ -169,3 +169,14 @@ def test_a_line_too_long_for_the_log_is_cut_to_fit(tmp_path: Path) -> None:
     assert len(raw) <= 64 * 1024
     (written,) = lines(path)
     assert written["cut"]["bytes"] > 400_000 and "[cut: 200000 chars, sha256 " in written["reason"]
+
+
+def test_a_line_that_masking_lengthens_still_fits(tmp_path: Path) -> None:
+    # 4-character values after "api_key=" become "[REDACTED]": masked, the line would pass its bound.
+    reason = "api_key=abcd " * 5000  # 65,000 characters, just under 64 KiB with the rest of the event
+    path = tmp_path / "events.jsonl"
+    log = EventLog(path)
+    log.write(Skipped(flow_id="f", url="u", reason=reason[: 64 * 1024 - 200]))
+    log.close()
+    raw = path.read_bytes()
+    assert len(raw) <= 64 * 1024 + 1 and b"abcd" not in raw
