@@ -9,11 +9,13 @@ from mitmproxy import http
 
 from . import formats
 from .annotate import add_comment, flow_meta, report_skip
-from .cache import StoreUnavailable
+from .cache import ReasoningStore, StoreUnavailable
 from .events import Captured, summarize_record
 from .failopen import fail_open
+from .formats import WireFormat
+from .provenance import Origin, issued_values, record_origins
 from .proxy_config import ProxyConfig
-from .records import display_call_id
+from .records import ReasoningRecord, display_call_id
 from .redact import masked_logger, redact_url
 from .response_tap import ResponseTap
 from .storable import storable
@@ -23,6 +25,14 @@ logger = masked_logger(__name__)
 
 def _is_event_stream(response: http.Response) -> bool:
     return response.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def remember_issuer(store: ReasoningStore, meta: dict, record: ReasoningRecord, wire_format: WireFormat) -> None:
+    """Notes which host, account and model issued the signed values of an answer, with tool calls or without: a
+    request that sends one to another model gets it removed (addon/provenance.py)."""
+    values = issued_values(record, wire_format.signed_fields)
+    if values:
+        record_origins(store, Origin(meta["scope"], meta.get("request_model")), values)
 
 
 class ResponseCapture:
@@ -93,6 +103,11 @@ class ResponseCapture:
                     update={"request_model": meta.get("request_model"), "captured_at": time.time()}
                 )
                 keys = record.keys()
+                if unavailable is None:
+                    try:
+                        remember_issuer(store, meta, record, wire_format)
+                    except StoreUnavailable as e:
+                        unavailable = str(e)
                 stored, note = False, None
                 if keys and over is not None:
                     note = f"not cached: {over}"

@@ -19,6 +19,7 @@ from mitmproxy import http
 
 from . import jsoncodec
 from .cache import CacheLimits, MemoryStore
+from .capture import remember_issuer
 from .decoding import message_body, message_prefix
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext, WireFormat
@@ -144,7 +145,7 @@ def _check_exchange(
         context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
         check.violations = wire_format.check(doc, context)
         repaired = copy.deepcopy(doc)
-        plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder)
+        plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder, remove_foreign=True)
         check.actions = plan.actions
         check.remaining = wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
@@ -157,6 +158,7 @@ def _check_exchange(
     scope = str(request_scope(flow.request))
     for record in _records(wire_format.reader(), flow.response):
         record = record.model_copy(update={"request_model": check.model})
+        remember_issuer(store, {"scope": scope, "request_model": check.model}, record, wire_format)
         if record.keys():
             store.put(scope, record.keys(), record)
         check.calls += [

@@ -173,7 +173,9 @@ class ReasoningRecord(BaseModel):
         return None
 
 
-RepairKind = Literal["restored", "content_null", "merged", "inserted", "removed", "placeholder", "id_restored"]
+RepairKind = Literal[
+    "restored", "content_null", "merged", "inserted", "removed", "placeholder", "id_restored", "foreign_removed"
+]
 
 
 @dataclass(slots=True)
@@ -194,6 +196,7 @@ class RepairAction:
     response_id: str | None = None
     via: Literal["id", "fingerprint"] | None = None
     degraded: bool = False
+    reason: str | None = None  # why a value was removed (foreign_removed: who issued it)
 
     def describe(self) -> str:
         call = (
@@ -211,6 +214,8 @@ class RepairAction:
             return f"inserted {what} before {self.location}{call}"
         if self.kind == "removed":
             return f"removed {what} at {self.location}: nothing follows it"
+        if self.kind == "foreign_removed":
+            return f"removed {what} at {self.location}{call}: {self.reason or 'issued elsewhere'}"
         if self.kind == "placeholder":
             return f"sent placeholder {what} on {self.location}{call}: nothing cached (degraded)"
         return f"restored full tool call id on {self.location} and its tool results{call}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mitmproxy import http
@@ -16,6 +16,7 @@ from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
 from .limits import MAX_DECODED_BYTES
+from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import masked_logger, redact_url
@@ -32,6 +33,8 @@ class RepairPlan:
     actions: list[RepairAction]
     cache: CacheView
     context: RepairContext
+    # Foreign values that had to stay where they were, each said for a person (see WireFormat.remove_foreign).
+    foreign_kept: list[str] = field(default_factory=list)
 
     def cache_entries(self) -> list[dict[str, Any]]:
         """The cache entries the repair inserted state from: what to drop if the provider refuses it."""
@@ -57,14 +60,26 @@ def plan_repair(
     scope: Scope | None = None,
     *,
     by_content: bool = True,
+    remove_foreign: bool = False,
 ) -> RepairPlan:
     """Repairs a parsed request body in place from the cache, as the proxy does in flight.
 
-    `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`)."""
-    keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
-    cache = CacheView(store.get_many(str(scope or request_scope(request)), keys) if keys else {}, model)
+    `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
+    takes out the signed values the proxy saw issued for another origin (addon/provenance.py)."""
+    scope_name = str(scope or request_scope(request))
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
-    return RepairPlan(wire_format.repair(doc, cache, context), cache, context)
+    removed: list[RepairAction] = []
+    kept: list[str] = []
+    if remove_foreign:
+        removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model)), context)
+    keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
+    cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
+    return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)
+
+
+def may_hold_foreign(wire_format: WireFormat, body: bytes) -> bool:
+    """Whether a body may carry a signed value (and so one issued elsewhere), judged without parsing it."""
+    return any(marker in body for marker in wire_format.signed_markers)
 
 
 def _model_name(model: str | None) -> str:
@@ -119,7 +134,8 @@ class RequestRepair:
         meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
         meta["by_content"] = by_content
         flow.metadata[META] = meta
-        if not wire_format.may_need_repair(body):
+        remove_foreign = settings.remove_foreign
+        if not wire_format.may_need_repair(body) and not (remove_foreign and may_hold_foreign(wire_format, body)):
             # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
             meta["request_model"] = wire_format.request_model(request.path, body, None)
             return
@@ -134,7 +150,17 @@ class RequestRepair:
         model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
         try:
             placeholder = settings.signature_placeholder
-            plan = plan_repair(wire_format, request, doc, model, store, placeholder, scope, by_content=by_content)
+            plan = plan_repair(
+                wire_format,
+                request,
+                doc,
+                model,
+                store,
+                placeholder,
+                scope,
+                by_content=by_content,
+                remove_foreign=remove_foreign,
+            )
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
             return
@@ -143,6 +169,8 @@ class RequestRepair:
                 f"reasoning cached for {key} came from {_model_name(other)}; not replayed into {_model_name(model)}"
             )
             report_skip(flow, reason, self.config.events)
+        for note in plan.foreign_kept:
+            report_skip(flow, note, self.config.events)
         actions = plan.actions
         if not actions:
             return

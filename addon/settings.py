@@ -119,6 +119,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         """,
     ),
     OptionSpec(
+        "llm_remove_foreign",
+        "true",
+        """
+        Whether to remove from a request the signed reasoning values (thinking
+        block signatures, encrypted reasoning items, thought signatures,
+        reasoning_opaque) that the proxy saw issued for another model, host or
+        account, as after a model switch mid-conversation: the provider would
+        refuse them ("Invalid `signature` in `thinking` block", "Corrupted
+        thought signature.", invalid_encrypted_content). A value the proxy
+        never saw is never removed. "false" leaves them; each removal is
+        logged either way.
+        """,
+    ),
+    OptionSpec(
         "llm_credential_headers",
         "",
         """
@@ -177,6 +191,7 @@ class Settings(BaseModel):
     signature_placeholder: str = "auto"
     credential_headers: frozenset[str] = frozenset()  # lower case, beyond those the proxy knows
     anonymous_fallback: bool = False
+    remove_foreign: bool = True
 
     @property
     def cache_display(self) -> str:
@@ -331,4 +346,5 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         signature_placeholder=parse_placeholder(values.get("llm_signature_placeholder")),
         credential_headers=parse_header_names("llm_credential_headers", values.get("llm_credential_headers")),
         anonymous_fallback=parse_bool("llm_anonymous_fallback", values.get("llm_anonymous_fallback", "false")),
+        remove_foreign=parse_bool("llm_remove_foreign", values.get("llm_remove_foreign", "true")),
     )

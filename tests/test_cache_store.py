@@ -636,3 +636,56 @@ def test_parsed_records_are_remembered_within_a_byte_bound_too():
     assert sorted(found) == [7, 8, 9] and sorted(unread) == list(range(7))  # the newest 900 bytes
     remembered.add(9, 1.0, make_record(), 300)  # the same record again is not counted twice
     assert sorted(remembered.split(range(10), 0.0)[0]) == [7, 8, 9]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# origins: which host, account and model issued a value (addon/provenance.py)
+
+ORIGIN_X = '["api.anthropic.com:443|acct","claude-x"]'
+ORIGIN_Y = '["api.anthropic.com:443|acct","claude-y"]'
+
+
+def test_origins_round_trip_and_accumulate(backend):
+    store = backend()
+    assert store.get_origins([]) == {}
+    assert store.get_origins(["d1"]) == {}
+    store.put_origins(ORIGIN_X, ["d1", "d2", "d1"])
+    assert store.get_origins(["d1", "d2", "d3"]) == {"d1": {ORIGIN_X}, "d2": {ORIGIN_X}}
+    store.put_origins(ORIGIN_Y, ["d2"])
+    assert store.get_origins(["d2"]) == {"d2": {ORIGIN_X, ORIGIN_Y}}
+
+
+def test_origins_age_out(backend):
+    clock = FakeClock()
+    store = backend(clock=clock)
+    store.put_origins(ORIGIN_X, ["old"])
+    clock.now += DAY / 2
+    store.put_origins(ORIGIN_X, ["new"])
+    clock.now += DAY / 2 + 1
+    assert store.get_origins(["old", "new"]) == {"new": {ORIGIN_X}}
+    store.prune()
+    assert store.get_origins(["old", "new"]) == {"new": {ORIGIN_X}}
+
+
+def test_origins_are_bounded_in_count(backend):
+    clock = FakeClock()
+    store = backend(CacheLimits(max_age=DAY, max_entries=3), clock=clock)
+    for n in range(6):
+        clock.now += 1
+        store.put_origins(ORIGIN_X, [f"d{n}"])
+    store.prune()
+    assert set(store.get_origins([f"d{n}" for n in range(6)])) == {"d3", "d4", "d5"}
+
+
+def test_sqlite_origins_written_by_another_store_are_seen(tmp_path):
+    first = SQLiteStore(tmp_path / "cache.db", LIMITS)
+    second = SQLiteStore(tmp_path / "cache.db", LIMITS)
+    try:
+        assert second.get_origins(["d"]) == {}  # remembered as unknown ...
+        first.put_origins(ORIGIN_X, ["d"])
+        assert second.get_origins(["d"]) == {"d": {ORIGIN_X}}  # ... until the other process wrote
+        second.put_origins(ORIGIN_Y, ["d"])
+        assert first.get_origins(["d"]) == {"d": {ORIGIN_X, ORIGIN_Y}}
+    finally:
+        first.close()
+        second.close()

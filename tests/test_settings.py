@@ -312,6 +312,7 @@ def test_options_are_declared_once_each():
         "llm_cache_max_entries",
         "llm_log_opaque",
         "llm_signature_placeholder",
+        "llm_remove_foreign",
         "llm_credential_headers",
         "llm_anonymous_fallback",
         "llm_keep_bodies",
@@ -449,6 +450,13 @@ def test_credential_headers_are_header_names_in_lower_case():
     assert parse_settings(DEFAULTS).credential_headers == frozenset()
     with pytest.raises(ValueError, match="llm_credential_headers: 'x team' is not a header name"):
         parse_settings({**DEFAULTS, "llm_credential_headers": "x team"})
+
+
+def test_foreign_values_are_removed_unless_turned_off():
+    assert parse_settings(DEFAULTS).remove_foreign is True
+    assert parse_settings({**DEFAULTS, "llm_remove_foreign": "false"}).remove_foreign is False
+    with pytest.raises(ValueError, match="llm_remove_foreign"):
+        parse_settings({**DEFAULTS, "llm_remove_foreign": "maybe"})
 
 
 def test_the_anonymous_fallback_is_off_unless_asked_for():

@@ -38,6 +38,17 @@ class ReasoningStore(Protocol):
 
     def delete(self, scope: str, keys: Sequence[str]) -> int: ...
 
+    def put_origins(self, origin: str, digests: Sequence[str]) -> None:
+        """Remembers that `origin` issued the values with these digests (see addon/provenance.py).
+
+        Origins are not scoped: their point is to recognise a value that came from another scope. They age and
+        are bounded in count like records."""
+        ...
+
+    def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        """The origins each digest was issued by, for the digests known."""
+        ...
+
     def prune(self) -> int:
         """Drops entries past the age and count limits; returns how many."""
         ...

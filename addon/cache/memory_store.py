@@ -22,6 +22,7 @@ class MemoryStore:
         self._ids = itertools.count()
         self._records: OrderedDict[int, tuple[float, ReasoningRecord, list[tuple[str, str]]]] = OrderedDict()
         self._keys: dict[tuple[str, str], int] = {}
+        self._origins: OrderedDict[str, dict[str, float]] = OrderedDict()  # digest -> origin -> when, oldest first
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
         oldest = self._clock() - self._limits.max_age
@@ -46,8 +47,27 @@ class MemoryStore:
     def delete(self, scope: str, keys: Sequence[str]) -> int:
         return sum(self._keys.pop((scope, key), None) is not None for key in dict.fromkeys(keys))
 
+    def put_origins(self, origin: str, digests: Sequence[str]) -> None:
+        now = self._clock()
+        for digest in digests:
+            self._origins.setdefault(digest, {})[origin] = now
+            self._origins.move_to_end(digest)
+        while len(self._origins) > self._limits.max_entries:
+            self._origins.popitem(last=False)
+
+    def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        oldest = self._clock() - self._limits.max_age
+        found = {}
+        for digest in digests:
+            origins = {origin for origin, at in self._origins.get(digest, {}).items() if at >= oldest}
+            if origins:
+                found[digest] = origins
+        return found
+
     def prune(self) -> int:
         oldest = self._clock() - self._limits.max_age
+        for digest in [d for d, origins in self._origins.items() if max(origins.values()) < oldest]:
+            del self._origins[digest]
         stale = [record_id for record_id, (stored_at, _, _) in self._records.items() if stored_at < oldest]
         for record_id in stale:
             self._drop(record_id)
@@ -62,3 +82,4 @@ class MemoryStore:
     def close(self) -> None:
         self._records.clear()
         self._keys.clear()
+        self._origins.clear()

@@ -137,8 +137,48 @@ class RedisStore:
         names = [_key_name(scope, key) for key in dict.fromkeys(keys)]
         return int(self._guard(lambda: self._redis.delete(*names))) if names else 0
 
+    def put_origins(self, origin: str, digests: Sequence[str]) -> None:
+        unique = list(dict.fromkeys(digests))
+        if not unique:
+            return
+        stored_at = self._clock()
+
+        def write() -> None:
+            with self._redis.pipeline(transaction=True) as pipe:
+                for digest in unique:
+                    pipe.hset(_origin_name(digest), origin, stored_at)
+                    if self._ttl is not None:
+                        pipe.expire(_origin_name(digest), self._ttl)
+                pipe.zadd(PREFIX + "origins", dict.fromkeys(unique, stored_at))
+                pipe.execute()
+
+        self._guard(write)
+        self._puts += 1
+        if self._puts % _PRUNE_EVERY == 0:
+            self.prune()
+
+    def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        unique = list(dict.fromkeys(digests))
+        if not unique:
+            return {}
+
+        def read() -> list[dict[bytes, bytes]]:
+            with self._redis.pipeline(transaction=False) as pipe:
+                for digest in unique:
+                    pipe.hgetall(_origin_name(digest))
+                return pipe.execute()
+
+        oldest = self._clock() - self._limits.max_age
+        found = {}
+        for digest, origins in zip(unique, self._guard(read)):
+            fresh = {origin.decode() for origin, at in origins.items() if float(at) >= oldest}
+            if fresh:
+                found[digest] = fresh
+        return found
+
     def prune(self) -> int:
         """Forgets records past the age limit and drops the oldest past the count limit; returns records dropped."""
+        self._guard(self._prune_origins)
 
         def trim() -> int:
             index = PREFIX + "records"
@@ -162,6 +202,19 @@ class RedisStore:
             return len(doomed)
 
         return self._guard(trim)
+
+    def _prune_origins(self) -> None:
+        """Origins age and are bounded in count like records (Redis expires them too)."""
+        index = PREFIX + "origins"
+        expired = self._redis.zrangebyscore(index, "-inf", f"({self._clock() - self._limits.max_age}")
+        excess = int(self._redis.zcard(index)) - len(expired) - self._limits.max_entries
+        oldest = self._redis.zrange(index, len(expired), len(expired) + excess - 1) if excess > 0 else []
+        doomed = [digest.decode() for digest in [*expired, *oldest]]
+        if doomed:
+            with self._redis.pipeline(transaction=True) as pipe:
+                pipe.delete(*(_origin_name(digest) for digest in doomed))
+                pipe.zrem(index, *doomed)
+                pipe.execute()
 
     def close(self) -> None:
         self._read.clear()
@@ -210,6 +263,10 @@ def _stored_key_names(raw: bytes | None) -> list[str]:
 def _key_name(scope: str, key: str) -> str:
     # A scope is "host:port|credential-hash" and holds exactly one "|", so scope and key cannot run together.
     return f"{PREFIX}key:{scope}|{key}"
+
+
+def _origin_name(digest: str) -> str:
+    return f"{PREFIX}origin:{digest}"
 
 
 def _record_name(record_id: int) -> str:

@@ -44,6 +44,13 @@ CREATE TABLE IF NOT EXISTS record_keys (
     PRIMARY KEY (scope, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
+CREATE TABLE IF NOT EXISTS origins (
+    digest    TEXT NOT NULL,
+    origin    TEXT NOT NULL,
+    stored_at REAL NOT NULL,
+    PRIMARY KEY (digest, origin)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS origins_stored_at ON origins (stored_at);
 """
 _KEYS_PER_QUERY = 500
 _PRUNE_EVERY = 256  # puts between two prunes
@@ -80,6 +87,7 @@ class SQLiteStore:
         self._puts = 0
         self._read = RememberedRecords()
         self._keys: dict[tuple[str, str], int | None] = {}
+        self._origins: dict[str, frozenset[str]] = {}  # digest -> origins (empty: none), like _keys
         self._data_version: int | None = None
         try:
             _create_private(path)
@@ -102,7 +110,7 @@ class SQLiteStore:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version < SCHEMA_VERSION:
                 # Earlier layouts are a cache of disposable entries: start afresh rather than convert.
-                for table in ("reasoning", "record_keys", "records"):
+                for table in ("reasoning", "record_keys", "records", "origins"):
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in filter(str.strip, _SCHEMA.split(";")):
                 self._db.execute(statement)
@@ -156,6 +164,7 @@ class SQLiteStore:
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._keys.clear()
+            self._origins.clear()
             self._data_version = version
 
     def _remember_key(self, scope: str, key: str, record_id: int | None) -> None:
@@ -199,6 +208,54 @@ class SQLiteStore:
             ).rowcount
         return removed
 
+    def put_origins(self, origin: str, digests: Sequence[str]) -> None:
+        stored_at = self._clock()
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO origins (digest, origin, stored_at) VALUES (?, ?, ?)",
+                [(digest, origin, stored_at) for digest in dict.fromkeys(digests)],
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        for digest in digests:
+            known = self._origins.get(digest)
+            if known is not None:  # else other origins may be on file: the next lookup reads them
+                self._remember_origins(digest, known | {origin})
+        self._puts += 1
+        if self._puts % _PRUNE_EVERY == 0:
+            self.prune()
+
+    def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
+        self._forget_keys_if_changed()
+        found = {}
+        unknown = []
+        for digest in dict.fromkeys(digests):
+            origins = self._origins.get(digest)
+            if origins is None:
+                unknown.append(digest)
+            elif origins:
+                found[digest] = set(origins)
+        oldest = self._clock() - self._limits.max_age
+        for batch in _batches(unknown):
+            rows: dict[str, set[str]] = {}
+            for digest, origin in self._db.execute(
+                f"SELECT digest, origin FROM origins WHERE stored_at >= ? AND digest IN ({','.join('?' * len(batch))})",
+                (oldest, *batch),
+            ):
+                rows.setdefault(digest, set()).add(origin)
+            for digest in batch:
+                self._remember_origins(digest, frozenset(rows.get(digest, ())))
+            found.update(rows)
+        return found
+
+    def _remember_origins(self, digest: str, origins: frozenset[str]) -> None:
+        self._origins[digest] = origins
+        if len(self._origins) > _REMEMBERED_KEYS:
+            del self._origins[next(iter(self._origins))]
+
     def prune(self) -> int:
         """Drops records past the age and count limits, and keys that lead nowhere; returns records dropped."""
         oldest = self._clock() - self._limits.max_age
@@ -212,8 +269,16 @@ class SQLiteStore:
             # Records whose every key was replaced or deleted, and keys whose record is gone.
             self._db.execute("DELETE FROM records WHERE id NOT IN (SELECT record_id FROM record_keys)")
             self._db.execute("DELETE FROM record_keys WHERE record_id NOT IN (SELECT id FROM records)")
+            # Origins age and are bounded in count like records (addon/provenance.py).
+            self._db.execute("DELETE FROM origins WHERE stored_at < ?", (oldest,))
+            self._db.execute(
+                "DELETE FROM origins WHERE (digest, origin) IN "
+                "(SELECT digest, origin FROM origins ORDER BY stored_at DESC LIMIT -1 OFFSET ?)",
+                (self._limits.max_entries,),
+            )
             self._db.execute("COMMIT")
             self._keys.clear()
+            self._origins.clear()
         except BaseException:
             self._rollback()
             raise
@@ -228,4 +293,5 @@ class SQLiteStore:
     def close(self) -> None:
         self._read.clear()
         self._keys.clear()
+        self._origins.clear()
         self._db.close()

@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import jsoncodec
 from ..limits import Budget, Parts
+from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents
@@ -340,11 +341,89 @@ def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any
     return len(blocks)
 
 
+def _signed_value(block: Any) -> str | None:
+    """The value the API verifies in a thinking block: its signature, or a redacted block's data."""
+    if not is_thinking_block(block):
+        return None
+    value = block.get("signature" if block["type"] == "thinking" else "data")
+    return value if isinstance(value, str) and value else None
+
+
+def required_thinking_at(doc: Any, messages: list[Any]) -> int | None:
+    """The assistant message whose thinking blocks cannot go: with thinking on, the last assistant message when
+    it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking block)."""
+    if not thinking_enabled(doc):
+        return None
+    last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
+        return None
+    return last
+
+
+def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[str]]:
+    """Drops the thinking blocks another model, host or account signed; earlier turns may lose their thinking
+    (the API strips it anyway), the message the current tool loop ends with may not, so foreign blocks there stay."""
+    messages = doc.get("messages") if isinstance(doc, dict) else None
+    if not isinstance(messages, list):
+        return [], []
+    sites = [
+        (index, position, value)
+        for index, message in enumerate(messages)
+        for position, block in enumerate(_content(message) or ())
+        if (value := _signed_value(block)) is not None
+    ]
+    why = foreign([value for _, _, value in sites]) if sites else {}
+    if not why:
+        return [], []
+    required = required_thinking_at(doc, messages)
+    actions: list[RepairAction] = []
+    kept: list[str] = []
+    for index, position, value in reversed(sites):  # from the end, so that positions before stay valid
+        reason = why.get(value)
+        if reason is None:
+            continue
+        content = messages[index]["content"]
+        kind = content[position]["type"]
+        if index == required:
+            kept.append(
+                f"{kind} block at messages[{index}].content[{position}] {reason}; left in place: the current tool "
+                "loop's last assistant message must start with its thinking (finish the loop on that model)"
+            )
+            continue
+        if len(content) == 1:
+            kept.append(
+                f"{kind} block at messages[{index}].content[{position}] {reason}; left: it is all the message holds"
+            )
+            continue
+        del content[position]
+        uses = _tool_uses(content)
+        actions.append(
+            RepairAction(
+                kind="foreign_removed",
+                location=f"messages[{index}].content[{position}]",
+                index=index,
+                fields=[kind],
+                tool_call_id=_use_parts(uses[0])[0] if uses else None,
+                reason=reason,
+            )
+        )
+    actions.reverse()
+    kept.reverse()
+    return actions, kept
+
+
 class AnthropicMessages(Routed):
     body_marker = b'"messages"'
     name = NAME
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
+    signed_fields = frozenset({"signature", "data"})
+    signed_markers = (b'"signature"', b'"redacted_thinking"')
+
+    def remove_foreign(
+        self, doc: Any, foreign: ForeignLookup, context: RepairContext
+    ) -> tuple[list[RepairAction], list[str]]:
+        return remove_foreign_blocks(doc, foreign)
 
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")

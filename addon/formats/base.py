@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from .. import jsoncodec
 from ..limits import Budget
+from ..provenance import ForeignLookup
 from ..records import (
     FINGERPRINT_PREFIX,
     ReasoningRecord,
@@ -185,6 +186,18 @@ class WireFormat(Protocol):
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         """The provider rules a parsed request breaks, as far as the request alone shows."""
+        ...
+
+    # Keys whose values the provider signed or encrypted (checked when they come back): what provenance keeps.
+    signed_fields: frozenset[str]
+    # Byte strings one of which a request holding such a value must contain (checked before parsing).
+    signed_markers: tuple[bytes, ...]
+
+    def remove_foreign(
+        self, doc: Any, foreign: ForeignLookup, context: RepairContext
+    ) -> tuple[list[RepairAction], list[str]]:
+        """Removes from `doc`, in place and as the provider accepts, each signed value that `foreign` says another
+        origin issued; returns what was removed and, for a person, each foreign value that had to stay."""
         ...
 
 

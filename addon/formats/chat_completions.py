@@ -10,6 +10,7 @@ linked to every tool call of that turn.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ import orjson
 
 from .. import jsoncodec
 from ..limits import Budget, Parts
+from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
 from .base import (
@@ -323,6 +325,71 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, str]]:
+    """(where, container, key, value) of each signed value of an assistant message: Copilot's `reasoning_opaque`,
+    OpenRouter's signed or encrypted `reasoning_details` entries, a call's Gemini `thought_signature`."""
+    opaque = message.get("reasoning_opaque")
+    if isinstance(opaque, str) and opaque:
+        yield "reasoning_opaque", message, "reasoning_opaque", opaque
+    details = message.get(DETAILS_FIELD)
+    if isinstance(details, list):
+        for position, entry in enumerate(details):
+            for key in ("signature", "data"):
+                value = entry.get(key) if isinstance(entry, dict) else None
+                if isinstance(value, str) and value:
+                    yield f"{DETAILS_FIELD}[{position}]", details, entry, value
+                    break
+    for position, call in enumerate(_tool_calls(message)):
+        google = call.get("extra_content", {}).get("google") if isinstance(call.get("extra_content"), dict) else None
+        value = google.get("thought_signature") if isinstance(google, dict) else None
+        if isinstance(value, str) and value:
+            yield f"tool_calls[{position}].extra_content", google, "thought_signature", value
+
+
+def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[list[RepairAction], list[str]]:
+    """Removes signed values another model, host or account issued from finished turns (providers take earlier
+    turns without them). The current tool loop's values stay: there the provider wants them, and takes no
+    substitute, so the note says to finish the loop on the model that issued them."""
+    sites = [
+        (index, *site)
+        for index, message in enumerate(messages)
+        if _is_assistant(message)
+        for site in _signed_sites(message)
+    ]
+    why = foreign([site[-1] for site in sites]) if sites else {}
+    if not why:
+        return [], []
+    current = set(_current_turn(messages))
+    actions, kept = [], []
+    for index, where, container, key, value in reversed(sites):  # entries of a list go from the end
+        reason = why.get(value)
+        if reason is None:
+            continue
+        location = f"messages[{index}]"
+        if index in current:
+            kept.append(f"{where} of {location} {reason}; left in place: the current tool loop needs it")
+            continue
+        if isinstance(container, list):
+            container.remove(key)
+        else:
+            del container[key]
+        calls = _tool_calls(messages[index])
+        call_id = calls[0].get("id") if calls and isinstance(calls[0].get("id"), str) else None
+        actions.append(
+            RepairAction(
+                kind="foreign_removed",
+                location=location,
+                index=index,
+                fields=[where],
+                tool_call_id=call_id,
+                reason=reason,
+            )
+        )
+    actions.reverse()
+    kept.reverse()
+    return actions, kept
+
+
 class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
@@ -330,6 +397,14 @@ class ChatCompletions(Routed):
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
     maskable_fields = frozenset({"reasoning_content"})
+    signed_fields = frozenset({"reasoning_opaque", "thought_signature", "signature", "data"})
+    signed_markers = (b'"reasoning_opaque"', b'"thought_signature"', b'"reasoning_details"')
+
+    def remove_foreign(
+        self, doc: Any, foreign: ForeignLookup, context: RepairContext
+    ) -> tuple[list[RepairAction], list[str]]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        return remove_foreign_values(messages, foreign) if isinstance(messages, list) else ([], [])
 
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")

@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from .. import jsoncodec
 from ..limits import Budget
+from ..provenance import ForeignLookup
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents
@@ -290,11 +291,52 @@ def placeholder_value(context: RepairContext) -> str | None:
     return context.placeholder
 
 
+def remove_foreign_signatures(contents: list[Any], foreign: ForeignLookup) -> list[RepairAction]:
+    """Takes off each thought signature another model, host or account issued (Gemini answers "Corrupted thought
+    signature."). Signatures are optional on earlier turns; a current-turn call left without one gets the
+    placeholder from the repair that follows, as any call with nothing cached does."""
+    sites = [
+        (index, position, part, key, part[key])
+        for index, content in enumerate(contents)
+        if _is_model(content)
+        for position, part in enumerate(content["parts"])
+        if isinstance(part, dict)
+        for key in SIGNATURE_KEYS
+        if isinstance(part.get(key), str) and part[key]
+    ]
+    why = foreign([value for *_, value in sites]) if sites else {}
+    actions = []
+    for index, position, part, key, value in sites:
+        if value not in why:
+            continue
+        del part[key]
+        call = function_call(part)
+        actions.append(
+            RepairAction(
+                kind="foreign_removed",
+                location=f"contents[{index}].parts[{position}]",
+                index=index,
+                fields=[key],
+                tool_call_id=call_parts(call)[0] if call is not None else None,
+                reason=why[value],
+            )
+        )
+    return actions
+
+
 class GeminiNative(Routed):
     body_marker = b'"contents"'
     name = NAME
     text_fields = frozenset({SIGNED_TEXT_PART})
     maskable_fields: frozenset[str] = frozenset()
+    signed_fields = frozenset(SIGNATURE_KEYS)
+    signed_markers = (b'"thoughtSignature"', b'"thought_signature"')
+
+    def remove_foreign(
+        self, doc: Any, foreign: ForeignLookup, context: RepairContext
+    ) -> tuple[list[RepairAction], list[str]]:
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        return (remove_foreign_signatures(contents, foreign) if isinstance(contents, list) else []), []
 
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0]

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from .. import jsoncodec
 from ..limits import Budget
+from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
 from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model
@@ -380,11 +381,50 @@ def insert_missing(items: list[Any], cache: CacheView) -> list[RepairAction]:
     return actions
 
 
+def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[RepairAction]:
+    """Drops the reasoning items whose `encrypted_content` another model, deployment, host or account issued: the
+    server cannot decrypt them, and takes the conversation without them."""
+    sites = [
+        (index, item["encrypted_content"])
+        for index, item in enumerate(items)
+        if _is_reasoning(item) and isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]
+    ]
+    why = foreign([value for _, value in sites]) if sites else {}
+    actions = []
+    for index, value in reversed(sites):  # from the end, so that indexes before stay valid
+        if value not in why:
+            continue
+        following = items[index + 1] if index + 1 < len(items) else None
+        call_id = following.get("call_id") if isinstance(following, dict) else None
+        reasoning_id = _reasoning_id(items[index])
+        del items[index]
+        actions.append(
+            RepairAction(
+                kind="foreign_removed",
+                location=f"input[{index}]",
+                index=index,
+                fields=[f"reasoning {reasoning_id}" if reasoning_id else "reasoning"],
+                tool_call_id=call_id if isinstance(call_id, str) else None,
+                reason=why[value],
+            )
+        )
+    actions.reverse()
+    return actions
+
+
 class Responses(Routed):
     body_marker = b'"input"'
     name = NAME
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
+    signed_fields = frozenset({"encrypted_content"})
+    signed_markers = (b'"encrypted_content"',)
+
+    def remove_foreign(
+        self, doc: Any, foreign: ForeignLookup, context: RepairContext
+    ) -> tuple[list[RepairAction], list[str]]:
+        items = doc.get("input") if isinstance(doc, dict) else None
+        return (remove_foreign_items(items, foreign) if isinstance(items, list) else []), []
 
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")

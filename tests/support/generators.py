@@ -19,7 +19,7 @@ import copy
 import itertools
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,14 +99,17 @@ class InProcessProxy:
         assert not trouble, trouble
 
     @contextmanager
-    def placeholder(self, value: str) -> Iterator[None]:
+    def settings(self, **changes: object) -> Iterator[None]:
         before = self.config.settings
         assert before is not None
-        self.config.settings = before.model_copy(update={"signature_placeholder": value})
+        self.config.settings = before.model_copy(update=changes)
         try:
             yield
         finally:
             self.config.settings = before
+
+    def placeholder(self, value: str) -> AbstractContextManager[None]:
+        return self.settings(signature_placeholder=value)
 
 
 def repairs(flow: http.HTTPFlow) -> list[str]:
