@@ -61,17 +61,21 @@ def plan_repair(
     *,
     by_content: bool = True,
     remove_foreign: bool = False,
+    restore: bool = True,
 ) -> RepairPlan:
     """Repairs a parsed request body in place from the cache, as the proxy does in flight.
 
     `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
-    takes out the signed values the proxy saw issued for another origin (addon/provenance.py)."""
+    takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
+    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing)."""
     scope_name = str(scope or request_scope(request))
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     removed: list[RepairAction] = []
     kept: list[str] = []
     if remove_foreign:
         removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model)), context)
+    if not restore:
+        return RepairPlan(removed, CacheView({}, model), context, kept)
     keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
     cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
     return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)
@@ -135,7 +139,8 @@ class RequestRepair:
         meta["by_content"] = by_content
         flow.metadata[META] = meta
         remove_foreign = settings.remove_foreign
-        if not wire_format.may_need_repair(body) and not (remove_foreign and may_hold_foreign(wire_format, body)):
+        restore = wire_format.may_need_repair(body)
+        if not restore and not (remove_foreign and may_hold_foreign(wire_format, body)):
             # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
             meta["request_model"] = wire_format.request_model(request.path, body, None)
             return
@@ -160,6 +165,7 @@ class RequestRepair:
                 scope,
                 by_content=by_content,
                 remove_foreign=remove_foreign,
+                restore=restore,
             )
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)

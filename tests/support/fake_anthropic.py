@@ -14,7 +14,10 @@ With thinking on, it refuses (400, Anthropic's error envelope) what the API
 refuses, with the API's texts:
 
 * a thinking block whose `signature` was not issued for exactly its text, or a
-  `redacted_thinking` block whose `data` was not issued, in any message;
+  `redacted_thinking` block whose `data` was not issued, in any message; either
+  issued for another model counts as not issued (a switch from one Claude model
+  to another gets "Invalid `signature` in `thinking` block": vybestack/llxprt-code
+  #2335, Roo-Code #10461);
 * a final assistant message holding `tool_use` blocks that does not start with
   a thinking block;
 * a final assistant message whose thinking blocks are not the ones issued with
@@ -115,6 +118,7 @@ class AnthropicDialect:
         self.issued: dict[str, list[dict]] = {}  # tool_use id -> the thinking blocks issued with it, in order
         self.signatures: dict[str, str] = {}  # signature -> the thinking text it was issued for
         self.redacted: set[str] = set()  # redacted_thinking data issued
+        self.models: dict[str, str] = {}  # signature or redacted data -> the model it was issued for
         self._lock = threading.Lock()
 
     def matches(self, path: str) -> bool:
@@ -144,7 +148,11 @@ class AnthropicDialect:
                     signature = block.get("signature")
                     if signature not in self.signatures or self.signatures[signature] != block.get("thinking"):
                         return INVALID_SIGNATURE.format(index=index, block=position)
-                elif block.get("type") == "redacted_thinking" and block.get("data") not in self.redacted:
+                    if self.models.get(signature) != doc.get("model"):  # a block another model signed
+                        return INVALID_SIGNATURE.format(index=index, block=position)
+                elif block.get("type") == "redacted_thinking" and (
+                    block.get("data") not in self.redacted or self.models.get(block.get("data")) != doc.get("model")
+                ):
                     return INVALID_DATA.format(index=index, block=position)
         last = max((i for i, m in enumerate(messages) if _is_role(m, "assistant")), default=None)
         if last is None or not _tool_uses(messages[last]):
@@ -211,8 +219,10 @@ class AnthropicDialect:
             for block in thinking:
                 if block["type"] == "thinking":
                     self.signatures[block["signature"]] = block["thinking"]
+                    self.models[block["signature"]] = doc.get("model")
                 else:
                     self.redacted.add(block["data"])
+                    self.models[block["data"]] = doc.get("model")
             for use in uses:
                 self.issued[use["id"]] = [dict(block) for block in thinking]
         return thinking + text + uses

@@ -11,6 +11,9 @@ Rules, as PROTOCOLS.md section 4 describes the real services (enforced for model
   API base64 of "skip_thought_signature_validator" or "context_engineering_is_the_way_to_go", on Vertex AI the
   literal "skip_thought_signature_validator". Anything else: "Thought signature is not valid." (that wording is
   UNCONFIRMED in PROTOCOLS.md: a single secondary source, langchain-google #1570).
+* A signature the fake issued for another model, on any model content of any turn: "Corrupted thought
+  signature." on the Gemini API (google-gemini/gemini-cli #13467), "Unable to submit request because Thought
+  signature is not valid.. Learn more: …" on Vertex AI (NoeFabris/opencode-antigravity-auth #368).
 
 Answers: a tool turn (an optional `thought: true` part when `includeThoughts` is asked for, an optional text part
 from `x-fake-content`, then `x-fake-parallel` functionCall parts, the first signed) while fewer than
@@ -45,6 +48,11 @@ VERTEX_MISSING_SIGNATURE = (
 )
 # UNCONFIRMED wording (PROTOCOLS.md 4(d)): quoted once, by langchain-google #1570.
 INVALID_SIGNATURE = "Thought signature is not valid."
+FOREIGN_SIGNATURE = "Corrupted thought signature."
+VERTEX_FOREIGN_SIGNATURE = (
+    "Unable to submit request because Thought signature is not valid.. Learn more: "
+    "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures"
+)
 NO_CONTENTS = "* GenerateContentRequest.contents: contents is not specified\n"
 VERTEX_PLACEHOLDER = "skip_thought_signature_validator"
 GEMINI_API_PLACEHOLDERS = frozenset({b"skip_thought_signature_validator", b"context_engineering_is_the_way_to_go"})
@@ -149,6 +157,8 @@ class GeminiDialect:
 
     # rules -----------------------------------------------------------------------------------
     def validate(self, contents: list, model: str, vertex: bool, path: str) -> str | None:
+        if self._foreign(contents, model):
+            return VERTEX_FOREIGN_SIGNATURE if vertex else FOREIGN_SIGNATURE
         if "gemini-3" not in model:
             return None
         for index in range(turn_start(contents), len(contents)):
@@ -169,6 +179,20 @@ class GeminiDialect:
                 elif not self._is_issued(signature, call):
                     return INVALID_SIGNATURE
         return None
+
+    def _foreign(self, contents: list, model: str) -> bool:
+        """Whether any model content carries a signature the fake issued for another model."""
+        for content in contents:
+            if not isinstance(content, dict) or content.get("role") != "model":
+                continue
+            for part in content.get("parts") or []:
+                signature = _signature(part) if isinstance(part, dict) else None
+                raw = decode_signature(signature) if isinstance(signature, str) else None
+                with self._lock:
+                    issued = self._by_bytes.get(raw) if raw is not None else None
+                if issued is not None and issued.get("model", model) != model:
+                    return True
+        return False
 
     def _is_placeholder(self, signature: Any, vertex: bool) -> bool:
         if not isinstance(signature, str):
@@ -203,10 +227,10 @@ class GeminiDialect:
         steps = sum(1 for content in contents[start:] if _model_calls(content))
         last = contents[-1]
         if isinstance(last, dict) and last.get("role") != "model" and steps < options.steps:
-            return self._tool_turn(doc, steps, options, ids=ids)
+            return self._tool_turn(doc, model, steps, options, ids=ids)
         return self._final_turn(model)
 
-    def _tool_turn(self, doc: dict, step: int, options: Options, *, ids: bool) -> list[dict]:
+    def _tool_turn(self, doc: dict, model: str, step: int, options: Options, *, ids: bool) -> list[dict]:
         name = _tool_name(doc)
         chunks = []
         if _wants_thoughts(doc):
@@ -219,7 +243,7 @@ class GeminiDialect:
                 call["id"] = f"call_{uuid.uuid4().hex[:16]}"
             part: dict[str, Any] = {"functionCall": call}
             if i == 0:  # parallel calls: only the first is signed
-                part["thoughtSignature"] = self._issue(name=name, args=call["args"], id=call.get("id"))
+                part["thoughtSignature"] = self._issue(name=name, args=call["args"], id=call.get("id"), model=model)
             chunks.append(_chunk([part]))
         chunks.append(_chunk([{"text": ""}], finish=True))
         return chunks
@@ -227,7 +251,7 @@ class GeminiDialect:
     def _final_turn(self, model: str) -> list[dict]:
         parts: list[dict[str, Any]] = [{"text": text} for text in ANSWER]
         closing: dict[str, Any] = {"text": ""}
-        signature = self._issue(text="".join(ANSWER))
+        signature = self._issue(text="".join(ANSWER), model=model)
         if "gemini-3" in model:
             closing["thoughtSignature"] = signature  # Gemini 3 signs the last part
         else:

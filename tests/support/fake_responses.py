@@ -27,7 +27,13 @@ Rules enforced, with the texts of PROTOCOLS.md section 3(d) (HTTP 400, envelope
 * a reasoning item without `encrypted_content` from a response sent with
   `store: false`: the 404 of section 3(d);
 * an `encrypted_content` that is neither copy the fake issued for that item:
-  see `UNVERIFIED`.
+  see `UNVERIFIED`;
+* an `encrypted_content` issued for another model (deployment): the same
+  `invalid_encrypted_content` error (openai/codex #8145, #17541 after a model
+  switch). Items produced under another model's reasoning are taken without
+  it: the rule on required reasoning items is only applied to the model that
+  issued them (the fake's assumption: with `store: false` the server cannot
+  link an item of another model's answer to its reasoning).
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ class IssuedReasoning:
     completed_content: str  # the encrypted_content of the response.completed copy
     stored: bool
     produced: list[str] = field(default_factory=list)  # fc_ / msg_ ids issued after it
+    model: str = ""  # the model the request named
 
 
 @dataclass
@@ -133,7 +140,7 @@ class ResponsesDialect:
             chain, failure = self._chain(doc, items)
             if failure is not None:
                 return failure
-            failure = self.validate(chain, items)
+            failure = self.validate(chain, items, str(doc.get("model", "")))
             if failure is not None:
                 return failure
             return self._answer(doc, chain, items, options)
@@ -159,33 +166,37 @@ class ResponsesDialect:
                 return chain, error(DUPLICATE_ITEM.format(item_id=item["id"]))
         return chain, None
 
-    def validate(self, chain: list[Any], items: list[Any]) -> Reply | None:
+    def validate(self, chain: list[Any], items: list[Any], model: str = "") -> Reply | None:
         whole = chain + items
         for position in range(len(chain), len(whole)):
             item = whole[position]
             if not isinstance(item, dict):
                 continue
             if item.get("type") == "reasoning":
-                failure = self._check_reasoning(item, whole[position + 1] if position + 1 < len(whole) else None)
+                following = whole[position + 1] if position + 1 < len(whole) else None
+                failure = self._check_reasoning(item, following, model)
             elif item.get("type") == "function_call" and item.get("call_id") in self.calls:
                 fc_id, rs_id = self.calls[item["call_id"]]
-                failure = self._check_produced(whole, position, fc_id, "function_call", rs_id)
+                failure = self._check_produced(whole, position, fc_id, "function_call", rs_id, model)
             elif _is_message(item, "assistant") and item.get("id") in self.messages:
-                failure = self._check_produced(whole, position, item["id"], "message", self.messages[item["id"]])
+                rs_id = self.messages[item["id"]]
+                failure = self._check_produced(whole, position, item["id"], "message", rs_id, model)
             else:
                 failure = None
             if failure is not None:
                 return failure
         return None
 
-    def _check_reasoning(self, item: dict, following: Any) -> Reply | None:
+    def _check_reasoning(self, item: dict, following: Any, model: str) -> Reply | None:
         rs_id = item.get("id")
         issued = self.issued.get(rs_id) if isinstance(rs_id, str) else None
         content = item.get("encrypted_content")
         if issued is not None:
             if content is None and not issued.stored:
                 return error(NOT_PERSISTED.format(item_id=rs_id), status=404)
-            if content is not None and content not in (issued.item["encrypted_content"], issued.completed_content):
+            if content is not None and (
+                content not in (issued.item["encrypted_content"], issued.completed_content) or issued.model != model
+            ):
                 message = UNVERIFIED.format(abbreviated=_abbreviated(str(content)))
                 return error(message, param=None, code="invalid_encrypted_content")
         if rs_id and (following is None or _is_input_side(following)):
@@ -201,8 +212,10 @@ class ResponsesDialect:
         return self._by_content.get(item.get("encrypted_content"))
 
     def _check_produced(
-        self, whole: list[Any], position: int, item_id: str, item_type: str, rs_id: str
+        self, whole: list[Any], position: int, item_id: str, item_type: str, rs_id: str, model: str
     ) -> Reply | None:
+        if self.issued[rs_id].model != model:
+            return None
         produced = set(self.issued[rs_id].produced)
         before = position - 1
         while before >= 0 and self._in_group(whole[before], produced):
@@ -275,7 +288,7 @@ class ResponsesDialect:
                         "name": name,
                     }
                 )
-        issued = IssuedReasoning(response_id, json.loads(json.dumps(reasoning)), completed, stored)
+        issued = IssuedReasoning(response_id, json.loads(json.dumps(reasoning)), completed, stored, model=model)
         for item in output[1:]:
             issued.produced.append(item["id"])
             if item["type"] == "function_call":
