@@ -18,7 +18,7 @@ from llm_reasoning_proxy.scope import (
 from mitmproxy import http
 from mitmproxy.test import tutils
 
-from tests.support.planted import planted
+from tests.support.planted import ACCOUNT, MAC, ORG_ACCOUNT, TID, copilot_token, planted
 
 
 def request(*headers: tuple[str, str], query: str = "") -> http.Request:
@@ -101,38 +101,6 @@ def test_secret_query_parameters_of_gateways_keep_tenants_apart(param: str) -> N
 
 
 # --- credentials that rotate ---------------------------------------------------------------------
-
-TID = "74069a4394491f4f41fc74888f24a0ab"
-MAC = "b78c67b8a5d886b71b13a956f378d9b955299e5ad156a5699ab12cbeb5e7b960"
-# The fields of a Copilot token that say who holds it, as a 2023 token has them (the MAC follows `8kp=1:`)...
-ACCOUNT = {"sku": "free_educational", "st": "dotcom", "chat": "1", "sn": "1", "rt": "1", "8kp": "1"}
-# ...and as a 2025 one does: organisations, the endpoint, more flags, then where and when it was issued.
-ORG_ACCOUNT = {
-    "ol": "ea9395b9a9248c05ee6847cbd24355ed,fa25d2808d3f1461923caba5bbaa7673",
-    "sku": "copilot_enterprise_seat",
-    "proxy-ep": "proxy.enterprise.githubcopilot.com",
-    "st": "dotcom",
-    "ssc": "1",
-    "chat": "1",
-    "cit": "1",
-    "malfil": "1",
-    "agent_mode": "1",
-    "mcp": "1",
-    "ccr": "1",
-    "8kp": "1",
-}
-
-
-def copilot_token(
-    tid: str = TID,
-    exp: int = 1702022150,
-    mac: str = MAC,
-    account: dict[str, str] = ACCOUNT,
-    issue: dict[str, str] | None = None,
-) -> str:
-    """A Copilot API token laid out as GitHub issues it: tid, exp, the account's fields, those of the issue, MAC."""
-    fields = [("exp", str(exp)), *account.items(), *(issue or {}).items()]
-    return planted("tid=", tid + "".join(f";{name}={value}" for name, value in fields) + f":{mac}")
 
 
 def refreshed(exp: int, seed: str, **issue: str) -> dict[str, object]:
