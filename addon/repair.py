@@ -20,12 +20,14 @@ from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import masked_logger, redact_url
-from .scope import Scope, request_scope
+from .scope import Scope, caller_identity, request_scope, scope_of
 
 logger = masked_logger(__name__)
 
 # Actions that put cached state into a request: the ones a provider can refuse the value of.
 INSERTING = ("restored", "inserted", "id_restored")
+# Most (host, kind of credential) pairs the proxy says once that their scope ends when the credential rotates.
+_ROTATING_NOTED = 256
 
 
 @dataclass
@@ -113,12 +115,25 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
 class RequestRepair:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
+        self._rotating_noted: set[tuple[str, str]] = set()
 
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.method != "POST" or flow.response is not None or not self.config.ready:
             return
         with fail_open(flow.id, "request repair", self.config.events):
             self._request(flow)
+
+    def _note_rotating(self, host: str, kind: str) -> None:
+        """Says once per host and kind of credential that repair will not outlive the credential."""
+        if (host, kind) in self._rotating_noted or len(self._rotating_noted) >= _ROTATING_NOTED:
+            return
+        self._rotating_noted.add((host, kind))
+        logger.warning(
+            "llm scope: requests to %s carry %s, which rotates and names no account the proxy can read: reasoning "
+            "captured before it rotates cannot repair requests sent after (said once per host and kind)",
+            host,
+            kind,
+        )
 
     def _request(self, flow: http.HTTPFlow) -> None:
         request = flow.request
@@ -132,7 +147,10 @@ class RequestRepair:
         wire_format, body = claimed
         settings = self.config.settings
         assert settings is not None
-        scope = request_scope(request, settings.credential_headers)
+        identity = caller_identity(request, settings.credential_headers)
+        scope = scope_of(request, identity)
+        if identity.rotating is not None:
+            self._note_rotating(scope.host, identity.rotating)
         # Callers without any credential share one scope: there, only ids the provider issued find reasoning.
         by_content = not scope.anonymous or settings.anonymous_fallback
         meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}

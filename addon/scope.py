@@ -1,30 +1,38 @@
-"""Which upstream and which credential a request belongs to.
+"""Which upstream and which account a request belongs to.
 
 Reasoning captured for one account or host must never be replayed with
 another, so every cache entry lives in the scope of the request that produced
-it: the upstream host and a one-way hash of the credential (never the
-credential itself).
+it: the upstream host and a one-way hash of what identifies the caller (never
+the credential itself).
 
-The credential is every header that carries one (`redact.is_credential_header`:
+That is every header that carries a credential (`redact.is_credential_header`:
 the providers' and gateways' known names, any name that says it holds a key,
 token, secret or authorization, and names the user adds with
 `llm_credential_headers`) and every secret query parameter (`key=`, ...).
 Cookies count only when nothing else identifies the caller: they change within
 a session, and would split a scope that a key already identifies.
+
+A credential that rotates while its account stays (GitHub Copilot's API token)
+counts as the account it names (`accounts.stable_identity`), hashed in a domain
+of its own, so that it can never be taken for the hash of a raw credential.
+One that rotates with nothing stable in it (a Google OAuth access token, a JWT)
+counts as it is, and `Identity.rotating` says what it is.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mitmproxy import http
 
+from .accounts import rotating_kind, stable_identity
 from .redact import SECRET_QUERY_PARAMS, is_credential_header
 
 ANONYMOUS = "anonymous"
 _COOKIE_HEADERS = frozenset({"cookie"})
 _DOMAIN = b"llm-reasoning-proxy/credential/v1\0"
+_ACCOUNT_DOMAIN = b"llm-reasoning-proxy/account/v1\0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,29 +49,68 @@ class Scope:
         return f"{self.host}|{self.credential}"
 
 
+def _digest(domain: bytes, values: list[str]) -> str:
+    return hashlib.sha256(domain + "\0".join(values).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
 def credential_fingerprint(values: list[str]) -> str:
-    if not values:
-        return ANONYMOUS
-    digest = hashlib.sha256(_DOMAIN + "\0".join(values).encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()[:32]
+    """The hash of raw credential values (`name:value`, `?name=value`)."""
+    return _digest(_DOMAIN, values) if values else ANONYMOUS
 
 
-def credential_values(request: http.Request, also: frozenset[str] = frozenset()) -> list[str]:
-    """What identifies the caller, in a fixed order: `name:value` of each credential header, `?name=value` of each
-    secret query parameter; the cookie only when there is nothing else."""
+def account_fingerprint(values: list[str]) -> str:
+    """The hash of values one or more of which is an account read off a rotating credential (`name=kind:identity`):
+    in a domain of its own, so it never equals `credential_fingerprint` of any raw values."""
+    return _digest(_ACCOUNT_DOMAIN, values) if values else ANONYMOUS
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What identifies a request's caller: the values its scope is the hash of."""
+
+    values: tuple[str, ...] = field(repr=False)  # credentials: never shown
+    derived: bool  # a rotating credential stands there as the account it names
+    rotating: str | None  # a credential that rotates with no account readable in it (what kind, never its value)
+
+    @property
+    def fingerprint(self) -> str:
+        return (account_fingerprint if self.derived else credential_fingerprint)(list(self.values))
+
+
+def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -> Identity:
+    """What identifies the caller, in a fixed order: `name:value` of each credential header (`name=kind:identity`
+    where the value is a rotating credential whose account can be read), `?name=value` of each secret query
+    parameter; the cookie only when there is nothing else."""
     headers = sorted(
         (name.lower(), value) for name, value in request.headers.items(multi=True) if is_credential_header(name, also)
     )
-    values = [f"{name}:{value}" for name, value in headers if name not in _COOKIE_HEADERS]
-    values += sorted(
-        f"?{name}={value}" for name, value in request.query.items(multi=True) if name.lower() in SECRET_QUERY_PARAMS
+    query = sorted(
+        (name, value) for name, value in request.query.items(multi=True) if name.lower() in SECRET_QUERY_PARAMS
     )
-    return values or [f"{name}:{value}" for name, value in headers if name in _COOKIE_HEADERS]
+    chosen = [(name, value) for name, value in headers if name not in _COOKIE_HEADERS]
+    if not chosen and not query:
+        return Identity(tuple(f"{name}:{value}" for name, value in headers), derived=False, rotating=None)
+    entries: list[tuple[str, str, str]] = []  # (name, what stands for the value, the entry)
+    derived, rotating = False, None
+    for name, value in chosen:
+        account = stable_identity(name, value)
+        if account is not None:
+            entries.append((name, account, f"{name}={account}"))
+            derived = True
+        else:
+            entries.append((name, value, f"{name}:{value}"))
+            rotating = rotating or rotating_kind(value)
+    for name, value in query:
+        rotating = rotating or rotating_kind(value)
+    values = [entry for _, _, entry in sorted(entries)] + sorted(f"?{name}={value}" for name, value in query)
+    return Identity(tuple(values), derived=derived, rotating=rotating)
 
 
 def request_scope(request: http.Request, also: frozenset[str] = frozenset()) -> Scope:
     """The scope of a request; `also` names further credential headers (lower case, `llm_credential_headers`)."""
-    return Scope(
-        host=f"{request.host.lower()}:{request.port}",
-        credential=credential_fingerprint(credential_values(request, also)),
-    )
+    return scope_of(request, caller_identity(request, also))
+
+
+def scope_of(request: http.Request, identity: Identity) -> Scope:
+    """The scope of a request whose caller's identity was already read."""
+    return Scope(host=f"{request.host.lower()}:{request.port}", credential=identity.fingerprint)

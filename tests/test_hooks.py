@@ -82,6 +82,26 @@ def test_other_credential_is_another_scope(addons) -> None:
     assert "reasoning_opaque" not in flow.request.json()["messages"][1]
 
 
+def test_a_credential_that_rotates_with_no_account_in_it_is_said_once_per_host_and_kind(
+    addons, caplog: pytest.LogCaptureFixture
+) -> None:
+    _, repair, _, _ = addons
+    oauth = [planted("ya29.", f"a0AfB_token{n}abcdefghijklmnop") for n in range(3)]
+    jwt = planted("eyJ", "hbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJl")
+    flows = [chat_flow(TURN_TWO, headers={"authorization": f"Bearer {token}"}) for token in [*oauth, jwt]]
+    flows.append(chat_flow(TURN_TWO, headers={"authorization": f"Bearer {oauth[0]}"}))
+    flows[-1].request.host = "other.example"
+    flows.append(chat_flow(TURN_TWO, headers={"authorization": "Bearer sk-a-key-that-does-not-rotate"}))
+    with caplog.at_level(logging.WARNING):
+        for flow in flows:
+            repair.request(flow)
+    lines = [r.getMessage() for r in caplog.records if "llm scope:" in r.getMessage()]
+    assert len(lines) == 3, lines  # one per (host, kind): the OAuth tokens on the first host, the JWT, the other host
+    assert "a Google OAuth access token (ya29.…)" in lines[0] and "a JWT" in lines[1]
+    assert "address:22" in lines[0] and "other.example:22" in lines[2]
+    assert not any(token[5:] in line for token in oauth for line in lines) and "c2lnbmF0dXJl" not in "".join(lines)
+
+
 def test_a_failing_cache_leaves_the_request_unchanged(addons, caplog: pytest.LogCaptureFixture) -> None:
     config, repair, _, log = addons
     flow = chat_flow(TURN_TWO)

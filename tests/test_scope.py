@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import pytest
+from llm_reasoning_proxy.accounts import copilot_account
 from llm_reasoning_proxy.redact import is_credential_header
-from llm_reasoning_proxy.scope import ANONYMOUS, request_scope
+from llm_reasoning_proxy.scope import (
+    ANONYMOUS,
+    Scope,
+    account_fingerprint,
+    caller_identity,
+    credential_fingerprint,
+    request_scope,
+)
 from mitmproxy import http
 from mitmproxy.test import tutils
+
+from tests.support.planted import ACCOUNT, MAC, ORG_ACCOUNT, TID, copilot_token, planted
 
 
 def request(*headers: tuple[str, str], query: str = "") -> http.Request:
@@ -86,3 +98,197 @@ def test_a_header_is_a_credential_by_its_words_not_by_letters_inside_them(name: 
 def test_secret_query_parameters_of_gateways_keep_tenants_apart(param: str) -> None:
     a, b = request(query=f"?{param}=tenant-a"), request(query=f"?{param}=tenant-b")
     assert request_scope(a) != request_scope(b) and not request_scope(a).anonymous
+
+
+# --- credentials that rotate ---------------------------------------------------------------------
+
+
+def refreshed(exp: int, seed: str, **issue: str) -> dict[str, object]:
+    """What changes when the client exchanges its token again: exp, the MAC, and the other fields of the issue."""
+    return {"exp": exp, "mac": hashlib.sha256(seed.encode()).hexdigest(), "issue": issue or None}
+
+
+def bearer(token: str) -> http.Request:
+    return request(("authorization", f"Bearer {token}"))
+
+
+def raw_scope(*values: str) -> Scope:
+    """The scope as it was before accounts were read: the hash of the raw credential values."""
+    return Scope("gateway.example:443", credential_fingerprint(list(values)))
+
+
+def test_a_refreshed_copilot_token_is_the_same_account() -> None:
+    first = bearer(copilot_token())
+    again = bearer(copilot_token(**refreshed(1702023650, "second")))
+    assert request_scope(first) == request_scope(again)
+    assert caller_identity(first).derived and caller_identity(first).rotating is None
+    # The scope is not the raw token's: that one ended with each refresh.
+    assert request_scope(first) != raw_scope(f"authorization:Bearer {copilot_token()}")
+
+
+def test_a_refreshed_token_of_todays_layout_is_the_same_account() -> None:
+    """Newer tokens carry when (iat) and from where (ip, asn) they were issued, and the quota left (cq, rd)."""
+    before = copilot_token(account=ORG_ACCOUNT, **refreshed(1735398336, "a", iat="1735396536", ip="156.59.13.4"))
+    after = copilot_token(
+        account=ORG_ACCOUNT,
+        **refreshed(1735400136, "b", iat="1735398336", ip="2001:db8::7", asn="AS21859", cq="1323", rd="1757721600"),
+    )
+    assert request_scope(bearer(before)) == request_scope(bearer(after))
+
+
+def test_the_copilot_account_leaves_out_exp_the_issue_and_the_mac() -> None:
+    token = copilot_token(account=ORG_ACCOUNT, issue={"iat": "1735396536", "ip": "156.59.13.4", "asn": "AS21859"})
+    account = copilot_account(token)
+    assert account is not None
+    assert account.split(";") == sorted(f"{k}={v}" for k, v in {"tid": TID, **ORG_ACCOUNT}.items())
+    for issued in ("1702022150", "1735396536", "156.59.13.4", "AS21859", MAC):
+        assert issued not in account
+
+
+def test_another_tid_is_another_account() -> None:
+    other = "0f4c21d5e9a8b7c6d5e4f3a2b1c0d9e8"
+    assert request_scope(bearer(copilot_token())) != request_scope(bearer(copilot_token(tid=other)))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"sku": "copilot_for_business_seat"},
+        {"st": "ghe"},
+        {"chat": "0"},
+        {"8kp": "2"},
+        {"proxy-ep": "proxy.business.githubcopilot.com"},  # a field the account did not have
+        {"ol": "ea9395b9a9248c05ee6847cbd24355ed"},
+        {"rt": None},  # a field the account had
+    ],
+    ids=lambda change: ",".join(change),
+)
+def test_any_other_field_is_another_account(change: dict[str, str | None]) -> None:
+    account = {name: value for name, value in {**ACCOUNT, **change}.items() if value is not None}
+    assert request_scope(bearer(copilot_token())) != request_scope(bearer(copilot_token(account=account)))
+
+
+def test_the_order_of_the_fields_does_not_matter() -> None:
+    shuffled = dict(reversed(list(ACCOUNT.items())))
+    assert request_scope(bearer(copilot_token())) == request_scope(bearer(copilot_token(account=shuffled)))
+
+
+@pytest.mark.parametrize("form", ["bearer {}", "BEARER {}", "Bearer   {}", "Bearer\t{}", "  Bearer {}  "])
+def test_the_bearer_scheme_in_any_case_and_spacing_is_the_same_account(form: str) -> None:
+    written = request(("Authorization", form.format(copilot_token(**refreshed(1702023650, "other")))))
+    assert request_scope(written) == request_scope(bearer(copilot_token()))
+
+
+COPILOT_LOOKALIKES = {
+    "no MAC": lambda: copilot_token().rpartition(":")[0],
+    "MAC not hex": lambda: copilot_token(mac="z" * 64),
+    "MAC too short": lambda: copilot_token(mac="b78c67b8"),
+    "no tid": lambda: copilot_token().replace("tid=", "uid=", 1),
+    "tid not hex": lambda: copilot_token(tid="someone-else-entirely"),
+    "no exp": lambda: copilot_token().replace(";exp=", ";xp=", 1),
+    "exp not a time": lambda: copilot_token().replace(";exp=", ";exp=soon", 1),
+    "a field twice": lambda: copilot_token(issue={"sku": "free_educational"}),
+    "an empty field": lambda: copilot_token().replace(";st=", ";;st=", 1),
+    "a field without =": lambda: copilot_token().replace(";st=dotcom", ";dotcom", 1),
+}
+
+
+@pytest.mark.parametrize("shape", list(COPILOT_LOOKALIKES))
+def test_a_token_not_laid_out_as_copilots_keeps_the_scope_of_its_raw_value(shape: str) -> None:
+    token = COPILOT_LOOKALIKES[shape]()
+    identity = caller_identity(bearer(token))
+    assert not identity.derived
+    assert request_scope(bearer(token)) == raw_scope(f"authorization:Bearer {token}")
+    assert identity.rotating == (
+        "a GitHub Copilot token whose fields could not be read" if token.startswith("tid=") else None
+    )
+
+
+def test_a_copilot_token_outside_a_bearer_authorization_is_a_raw_value() -> None:
+    for headers in [("authorization", f"token {copilot_token()}"), ("x-api-key", f"Bearer {copilot_token()}")]:
+        assert request_scope(request(headers)) == raw_scope(f"{headers[0]}:{headers[1]}")
+
+
+@pytest.mark.parametrize(
+    "headers, query",
+    [
+        ((("authorization", "Bearer sk-test-0123456789abcdef0123"),), ""),
+        ((("x-api-key", "sk-ant-test-0123456789abcdef"),), ""),
+        ((("x-goog-api-key", "AIzaTest0123456789abcdef0123456789ab"),), ""),
+        ((("api-key", "0123456789abcdef"), ("cookie", "session=a")), ""),
+        ((), "?key=AIzaTest0123456789abcdef0123456789ab&alt=sse"),
+        ((("cookie", "session=a"),), ""),
+    ],
+)
+def test_a_plain_key_is_its_own_account_as_before(headers: tuple[tuple[str, str], ...], query: str) -> None:
+    identity = caller_identity(request(*headers, query=query))
+    assert not identity.derived and identity.rotating is None
+    values = [f"{name}:{value}" for name, value in headers if name != "cookie" or len(headers) == 1]
+    values += [f"?{query[1:].partition('&')[0]}"] if query else []
+    assert request_scope(request(*headers, query=query)) == raw_scope(*values)
+
+
+def test_other_credential_headers_still_count_beside_the_account() -> None:
+    also = frozenset({"x-team-id"})
+    red = request_scope(request(("authorization", f"Bearer {copilot_token()}"), ("x-team-id", "red")), also)
+    later = copilot_token(**refreshed(1702023650, "later"))
+    assert red == request_scope(request(("authorization", f"Bearer {later}"), ("x-team-id", "red")), also)
+    assert red != request_scope(request(("authorization", f"Bearer {later}"), ("x-team-id", "blue")), also)
+    # and cookies still count only when nothing else identifies the caller
+    with_cookie = request(("authorization", f"Bearer {later}"), ("cookie", "session=b"), ("x-team-id", "red"))
+    assert red == request_scope(with_cookie, also)
+
+
+def test_an_account_hash_can_never_be_a_raw_credential_hash() -> None:
+    """The same text hashed as an account and as a raw credential: two domains, two hashes."""
+    token = copilot_token()
+    entry = f"authorization=copilot:{copilot_account(token)}"
+    assert caller_identity(bearer(token)).values == (entry,)
+    assert request_scope(bearer(token)).credential == account_fingerprint([entry])
+    assert account_fingerprint([entry]) != credential_fingerprint([entry])
+    for values in ([entry], [f"authorization:{entry}"], [f"authorization:Bearer {token}"], ["x"], ["", ""]):
+        assert account_fingerprint(values) != credential_fingerprint(values)
+
+
+@pytest.mark.parametrize(
+    "where, kind",
+    [
+        ("authorization", "a Google OAuth access token (ya29.…)"),
+        ("access_token", "a Google OAuth access token (ya29.…)"),
+        ("jwt", "a JWT"),
+    ],
+)
+def test_a_rotating_credential_with_nothing_stable_keeps_its_raw_scope_and_says_what_it_is(
+    where: str, kind: str
+) -> None:
+    def sent(n: int) -> http.Request:
+        if where == "access_token":
+            return request(query=f"?access_token={planted('ya29.', f'a0AfB_token{n}abcdefghijklmnop')}")
+        if where == "jwt":
+            return bearer(planted("eyJ", f"hbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2lnbmF0dXJl{n}"))
+        return bearer(planted("ya29.", f"a0AfB_token{n}abcdefghijklmnop"))
+
+    first, second = caller_identity(sent(1)), caller_identity(sent(2))
+    assert first.rotating == kind and not first.derived
+    assert request_scope(sent(1)) == raw_scope(*first.values) != request_scope(sent(2))  # as before: it ends
+    assert second.rotating == kind
+
+
+VERTEX = "/v1/projects/my-project/locations/us-central1/publishers/google/models/gemini-3-pro-preview:generateContent"
+
+
+def test_vertex_ai_with_an_oauth_token_keeps_the_scope_of_the_token() -> None:
+    """The project in the path does not tell apart two people using it: the token stays the scope."""
+
+    def vertex(token: str) -> http.Request:
+        return tutils.treq(
+            host="us-central1-aiplatform.googleapis.com",
+            port=443,
+            path=VERTEX.encode(),
+            headers=http.Headers([(b"authorization", f"Bearer {token}".encode())]),
+        )
+
+    one, two = planted("ya29.", "a0AfB_personAabcdefghijklmnop"), planted("ya29.", "a0AfB_personBabcdefghijklmnop")
+    assert request_scope(vertex(one)) != request_scope(vertex(two))
+    assert request_scope(vertex(one)).credential == credential_fingerprint([f"authorization:Bearer {one}"])
+    assert caller_identity(vertex(one)).rotating == "a Google OAuth access token (ya29.…)"

@@ -43,3 +43,37 @@ _SHAPES = {
     ),
     "env": lambda m: planted("MY_SERVICE_API_KEY", f"={m}"),
 }
+
+
+TID = hashlib.md5(b"one user").hexdigest()  # the shape of a tracking id: 32 hex
+MAC = hashlib.sha256(b"one issue of the token").hexdigest()
+# The fields of a Copilot token that say who holds it, as a 2023 token has them (the MAC follows `8kp=1:`)...
+ACCOUNT = {"sku": "free_educational", "st": "dotcom", "chat": "1", "sn": "1", "rt": "1", "8kp": "1"}
+# ...and as a 2025 one does: organisations, the endpoint, more flags, then where and when it was issued.
+ORG_ACCOUNT = {
+    "ol": ",".join(hashlib.md5(org).hexdigest() for org in (b"one org", b"another org")),
+    "sku": "copilot_enterprise_seat",
+    "proxy-ep": "proxy.enterprise.githubcopilot.com",
+    "st": "dotcom",
+    "ssc": "1",
+    "chat": "1",
+    "cit": "1",
+    "malfil": "1",
+    "agent_mode": "1",
+    "mcp": "1",
+    "ccr": "1",
+    "8kp": "1",
+}
+
+
+def copilot_token(
+    tid: str = TID,
+    exp: int = 1702022150,
+    mac: str = MAC,
+    account: dict[str, str] = ACCOUNT,
+    issue: dict[str, str] | None = None,
+) -> str:
+    """A GitHub Copilot API token laid out as GitHub issues it: tid, exp, the account's fields, those of the issue
+    (when, from where, quota left), then ":" and the MAC."""
+    fields = [("exp", str(exp)), *account.items(), *(issue or {}).items()]
+    return planted("tid=", tid + "".join(f";{name}={value}" for name, value in fields) + f":{mac}")
