@@ -325,25 +325,47 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, str]]:
-    """(where, container, key, value) of each signed value of an assistant message: Copilot's `reasoning_opaque`,
-    OpenRouter's signed or encrypted `reasoning_details` entries, a call's Gemini `thought_signature`."""
+_SIGNATURE_PATH = ("extra_content", "google", "thought_signature")
+
+
+def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
+    """(where, how to remove it, value) of each signed value of an assistant message: Copilot's
+    `reasoning_opaque`, OpenRouter's signed or encrypted `reasoning_details` entries, a call's Gemini
+    `thought_signature`. How to remove is a list and the entry to take out of it, or a dict and the path of keys
+    to the value."""
     opaque = message.get("reasoning_opaque")
     if isinstance(opaque, str) and opaque:
-        yield "reasoning_opaque", message, "reasoning_opaque", opaque
+        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque
     details = message.get(DETAILS_FIELD)
     if isinstance(details, list):
         for position, entry in enumerate(details):
             for key in ("signature", "data"):
                 value = entry.get(key) if isinstance(entry, dict) else None
                 if isinstance(value, str) and value:
-                    yield f"{DETAILS_FIELD}[{position}]", details, entry, value
+                    yield f"{DETAILS_FIELD}[{position}]", (details, entry), value
                     break
     for position, call in enumerate(_tool_calls(message)):
-        google = call.get("extra_content", {}).get("google") if isinstance(call.get("extra_content"), dict) else None
+        extra = call.get("extra_content")
+        google = extra.get("google") if isinstance(extra, dict) else None
         value = google.get("thought_signature") if isinstance(google, dict) else None
         if isinstance(value, str) and value:
-            yield f"tool_calls[{position}].extra_content", google, "thought_signature", value
+            yield f"tool_calls[{position}].extra_content", (call, _SIGNATURE_PATH), value
+
+
+def _take_out(container: Any, what: Any) -> None:
+    """Removes a value found by `_signed_sites`; objects it leaves empty go with it (`extra_content: {google: {}}`
+    is no more than the client would have sent without the signature)."""
+    if isinstance(container, list):
+        container.remove(what)
+        return
+    parents = [container]
+    for key in what[:-1]:
+        parents.append(parents[-1][key])
+    del parents[-1][what[-1]]
+    for parent, key in zip(reversed(parents[:-1]), reversed(what[:-1])):
+        if parent[key]:
+            break
+        del parent[key]
 
 
 def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[list[RepairAction], list[str]]:
@@ -361,7 +383,7 @@ def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[
         return [], []
     current = set(_current_turn(messages))
     actions, kept = [], []
-    for index, where, container, key, value in reversed(sites):  # entries of a list go from the end
+    for index, where, (container, what), value in reversed(sites):  # entries of a list go from the end
         reason = why.get(value)
         if reason is None:
             continue
@@ -369,10 +391,7 @@ def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[
         if index in current:
             kept.append(f"{where} of {location} {reason}; left in place: the current tool loop needs it")
             continue
-        if isinstance(container, list):
-            container.remove(key)
-        else:
-            del container[key]
+        _take_out(container, what)
         calls = _tool_calls(messages[index])
         call_id = calls[0].get("id") if calls and isinstance(calls[0].get("id"), str) else None
         actions.append(
