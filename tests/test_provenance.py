@@ -241,3 +241,40 @@ def test_chat_removes_foreign_values_of_finished_turns_only(where: str) -> None:
 
 def context() -> RepairContext:
     return RepairContext(path="/v1/messages", model="model-y")
+
+
+def test_the_offline_check_removes_what_an_earlier_exchange_issued_for_another_model() -> None:
+    import json
+
+    from llm_reasoning_proxy.offline import check_flows
+    from mitmproxy import http
+    from mitmproxy.test import tflow, tutils
+
+    def exchange(model: str, items: list[dict], output: list[dict]) -> http.HTTPFlow:
+        flow = tflow.tflow()
+        flow.request = tutils.treq(
+            host="api.openai.com",
+            port=443,
+            scheme=b"https",
+            path=b"/v1/responses",
+            method=b"POST",
+            headers=http.Headers(authorization="Bearer sk-test", content_type="application/json"),
+            content=json.dumps({"model": model, "input": items, "store": False}).encode(),
+        )
+        flow.response = tutils.tresp(
+            headers=http.Headers(content_type="application/json"),
+            content=json.dumps({"id": "resp_1", "model": model, "output": output}).encode(),
+        )
+        return flow
+
+    question = {"role": "user", "content": "q"}
+    reasoning = {"type": "reasoning", "id": "rs_1", "encrypted_content": "gAAAA-ENC", "summary": []}
+    answer = {"type": "message", "id": "msg_1", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]}
+    follow_up = [question, reasoning, answer, {"role": "user", "content": "q2"}]
+    first, second = check_flows(
+        [exchange("gpt-5", [question], [reasoning, answer]), exchange("gpt-5-mini", follow_up, [])]
+    )
+    assert first.actions == []
+    assert [(a.kind, a.location, a.reason) for a in second.actions] == [
+        ("foreign_removed", "input[1]", "issued for model gpt-5, not gpt-5-mini")
+    ]
