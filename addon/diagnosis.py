@@ -826,6 +826,8 @@ _RULES: tuple[_Rule, ...] = (
 # Every rule id, with its kind and field (a rule id keeps one kind whichever provider's text it matches): the
 # formats' static checks (`WireFormat.check`) name the rules a request breaks with these ids.
 RULES: dict[str, tuple[Kind, str | None]] = {rule.rule: (rule.kind, rule.field) for rule in reversed(_RULES)}
+# Rules whose text names no cause (Copilot's bare "invalid request body", OpenRouter's preamble).
+GENERIC_RULES = frozenset(rule.rule for rule in _RULES if rule.generic)
 
 # What the client must send back, named in the gateway's wire format, for the fields upstream texts name.
 _GATEWAY_FIELDS = {
