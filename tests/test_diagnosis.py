@@ -1415,6 +1415,36 @@ def test_fake_anthropic_errors(message, expected):
     assert diagnosis.message == message
 
 
+def test_fake_anthropic_binding_names_a_changed_system_prompt():
+    dialect = fake_anthropic.AnthropicDialect()
+    bound = Recorded("POST", "/v1/messages", {"x-fake-binding": "1"}, b"", None)
+    question = {"role": "user", "content": "List the directory."}
+    doc = {"model": "claude-sonnet-5", "system": "You are terse.", "thinking": {"type": "adaptive"}}
+    first = dialect.handle(doc | {"messages": [question]}, bound, Options())
+    use = first.doc["content"][-1]
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "a.txt"}]}
+    again = doc | {"messages": [question, {"role": "assistant", "content": first.doc["content"]}, result]}
+    assert dialect.handle(again, bound, Options()).status == 200
+
+    changed = dialect.handle(again | {"system": "You are verbose."}, bound, Options())
+    diagnosis = classify(changed.status, _reply_body(changed))
+    assert facts(diagnosis) == expect(
+        "anthropic_block_binding", "anthropic", "foreign", "signature", index=1, block=0, cause="system prompt"
+    )
+    bound_elsewhere = fake_anthropic.BOUND_ELSEWHERE.format(index=1, block=0)
+    assert diagnosis.message == bound_elsewhere + fake_anthropic.BINDING_NEEDS_BETA + fake_anthropic.SYSTEM_CHANGED
+    # Other tools: refused, the cause not named; with the beta header, its sentence is not said.
+    beta = Recorded(
+        "POST", "/v1/messages", {"x-fake-binding": "1", "anthropic-beta": fake_anthropic.BINDING_BETA}, b"", None
+    )
+    tools = dialect.handle(again | {"tools": [{"name": "ls", "input_schema": {"type": "object"}}]}, beta, Options())
+    assert tools.doc["error"]["message"] == bound_elsewhere
+    assert classify(tools.status, _reply_body(tools)).cause is None
+    # Without the opt-in, blocks are not bound.
+    plain = Recorded("POST", "/v1/messages", {}, b"", None)
+    assert dialect.handle(again | {"system": "You are verbose."}, plain, Options()).status == 200
+
+
 # --------------------------------------------------------------------------------------
 # precedence: innermost specific text first, generic texts last
 
