@@ -138,6 +138,11 @@ _RULE_ADVICE = {
         "leave it out"
     ),
     "reasoning_effort_unsupported": "leave the reasoning effort out for this model: it does not take one",
+    # Only when the format's checks found nothing either (else the advice is the one for what they found).
+    "copilot_invalid_request_body": (
+        "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
+        "it with the last request that worked (scripts/check on a flow file of both)"
+    ),
 }
 # What each kind of repair fixes: the repair-off advice names only what would have fixed the error.
 _FIXED_BY = {
@@ -188,7 +193,7 @@ def advise(
         )
     if diagnosis.rule == "anthropic_block_binding":
         return binding_advice(diagnosis.cause)
-    if diagnosis.rule in _RULE_ADVICE:
+    if diagnosis.rule in _RULE_ADVICE and kind == diagnosis.kind:
         return _RULE_ADVICE[diagnosis.rule]
     if kind == "foreign":
         return FOREIGN_ADVICE
@@ -367,13 +372,16 @@ class ErrorExplainer:
         if "copilot" in (diagnosis.provider, diagnosis.wrapped_by) and "githubcopilot" not in host:
             host = COPILOT_HOST
         context = RepairContext(path=flow.request.path, model=meta.get("request_model"), host=host)
-        found = wire_format.check(doc, context)
         original = meta.get("original_request") if meta.get("repaired") is True else None
-        client_doc = _parsed(original) if isinstance(original, bytes) else None
-        if client_doc is None:
-            return found, []
+        try:
+            found = wire_format.check(doc, context)
+            client_doc = _parsed(original) if isinstance(original, bytes) else None
+            client = wire_format.check(client_doc, context) if client_doc is not None else []
+        except Exception as e:  # noqa: BLE001 - the findings are an extra: the diagnosis stands without them
+            logger.warning("llm could not check the request for what the error does not name: %r", e)
+            return [], []
         sent = {(v.rule, v.location) for v in found}
-        return found, [v for v in wire_format.check(client_doc, context) if (v.rule, v.location) not in sent]
+        return found, [v for v in client if (v.rule, v.location) not in sent]
 
     def _cache_had(
         self, meta: dict[str, Any], calls: list[tuple[str | None, str | None, Any]], diagnosis: Diagnosis

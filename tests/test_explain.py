@@ -187,7 +187,8 @@ def test_advice_for_foreign_state_binding_and_repair_off() -> None:
         "repair is off (llm_repair=false), and the proxy would have restored reasoning_opaque on messages[1]: turn "
         "repair on (--set llm_repair=true)"
     )
-    assert "never overwrites" in advise(bare, cache_had=None, repaired_here=False, healed=0, repair_on=False)
+    unexplained = advise(bare, cache_had=None, repaired_here=False, healed=0, repair_on=False)
+    assert unexplained.startswith("Copilot does not say what it refused, and the request breaks none of the rules")
     # A bare text whose cause the format's check found is advised as that cause.
     missing = advise(bare, cache_had=False, repaired_here=False, healed=0, repair_on=True, kind="missing")
     assert "never saw the answer" in missing
@@ -344,6 +345,16 @@ def test_copilots_bare_error_after_a_repair_names_what_the_client_sent(tmp_path:
     assert event["findings"] == []
 
 
+def test_a_check_that_fails_costs_the_findings_not_the_diagnosis(tmp_path: Path, monkeypatch) -> None:
+    def broken(*_):
+        raise IndexError("a request no check foresaw")
+
+    monkeypatch.setattr(type(by_name("chat_completions")), "check", broken)
+    event, _ = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY)
+    assert event["rule"] == "copilot_invalid_request_body" and event["findings"] == []
+    assert event.get("location") is None and event["advice"].startswith("Copilot does not say what it refused")
+
+
 def test_the_binding_error_names_the_message_its_tool_call_and_the_cause(tmp_path: Path) -> None:
     body = {
         "model": "claude-fable-5-1",
@@ -408,6 +419,8 @@ def test_chat_checks() -> None:
     compat = chat.check({"messages": messages[:2]}, context("/v1beta/openai/chat/completions", "gemini-3-pro-preview"))
     assert [v.rule for v in compat] == ["content_empty_array", "gemini_signature_missing"]
     assert [v.rule for v in chat.check({"messages": messages[:2]}, context(model="gpt-5"))] == ["content_empty_array"]
+    no_call = [messages[0], {"role": "assistant", "tool_calls": [None]}]
+    assert chat.check({"messages": no_call}, context(model="gemini-3-pro-preview", host="api.githubcopilot.com")) == []
 
 
 def test_other_format_checks() -> None:
