@@ -34,9 +34,10 @@ logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
 REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
-# A rule checked against Copilot's when its answer is Copilot's, whatever host the proxy reached it on (a local
-# gateway such as copilot-api passes Copilot's errors on).
+# A request answered in Copilot's envelope is checked against Copilot's rules, whatever host the proxy reached it on
+# (a local gateway such as copilot-api passes Copilot's errors on).
 COPILOT_HOST = "api.githubcopilot.com"
+_SIGNATURE_RULES = ("gemini_signature_missing", "vertex_signature_missing")
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
 _MENDED = "the client's request, mended by the proxy, broke "
@@ -46,9 +47,6 @@ _TOP_LEVEL = {
     "gemini_native": "contents",
     "openai_responses": "input",
 }
-
-
-_SIGNATURE_RULES = ("gemini_signature_missing", "vertex_signature_missing")
 
 
 def _parsed(body: bytes | http.Request) -> Any:
