@@ -2,8 +2,10 @@
 
 For every 4xx on LLM traffic it names the rule broken, the message or part the
 error points at and the tool call there, says whether the cache held what was
-missing and whether the proxy had repaired the request, and what the user can
-do. When the provider refuses a value the proxy itself inserted (a signature
+missing and whether the proxy had repaired the request (or, with repair off,
+what it would have done), and what the user can do. An error that names no
+place (Copilot's bare "invalid request body") is located by the wire format's
+own checks of the request as sent. When the provider refuses a value the proxy itself inserted (a signature
 or reasoning item that came back corrupted, say), the cache entries it came
 from are dropped, so one bad value does not break every later turn.
 """
