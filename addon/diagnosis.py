@@ -2,8 +2,10 @@
 
 `classify(status, body)` reads an error body as a provider (or a gateway in front of one) sent it, finds every
 error text in it (`error_messages`), and matches the innermost texts first against the known reasoning round-trip
-errors of PROTOCOLS.md and a few neighbouring tool-pairing errors. Numbers and ids are taken exactly as the text
-gives them; the message kept is redacted. Nothing here raises: an unreadable body is an "unknown" diagnosis.
+errors (the providers' documentation and the issues each rule names), the errors a target gives for reasoning state
+another model, account or conversation issued ("foreign" state), and a few neighbouring tool-pairing errors. Numbers
+and ids are taken exactly as the text gives them; the message kept is redacted. Nothing here raises: an unreadable
+body is an "unknown" diagnosis.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ _MAX_TEXTS = 64
 _MAX_ITEMS = 256
 _MAX_EMBEDDED_TRIES = 8
 
-Kind = Literal["missing", "invalid", "orphaned", "duplicate", "not_found", "schema", "unsupported", "unknown"]
+# "foreign": the error says the value was issued for another model, account, caller or conversation.
+Kind = Literal[
+    "missing", "invalid", "foreign", "orphaned", "duplicate", "not_found", "schema", "unsupported", "unknown"
+]
 
 
 class Diagnosis(BaseModel):
@@ -45,6 +50,7 @@ class Diagnosis(BaseModel):
     item_ids: list[str] = Field(default_factory=list)
     function: str | None = None
     wrapped_by: str | None = None
+    cause: str | None = None  # what the error says changed (Anthropic's block binding: "system prompt")
 
 
 # --------------------------------------------------------------------------------------
@@ -251,6 +257,21 @@ def _schema_field(match: re.Match[str], found: dict[str, Any]) -> None:
     found["field"] = names[-1] if names else None
 
 
+# Anthropic's block binding names what changed in a tail sentence: "The `system` prompt differs from the one this
+# block was created with." (anomalyco/opencode #48637). Only that one is quoted; the same shape is read for the others.
+_BINDING_CAUSE = _rx(
+    r"(?:^|[.!]\s+)(?P<cause>[^.]{1,160}?)\s+differs?\s+from\s+the\s+ones?\s+(?:this|the)\s+block\s+was\s+created\s+with"
+)
+_ARTICLE = re.compile(r"^(?:the|an?)\s+", re.IGNORECASE)
+
+
+def _binding_cause(match: re.Match[str], found: dict[str, Any]) -> None:
+    tail = _BINDING_CAUSE.search(match.string, match.end())
+    if tail is not None:
+        cause = " ".join(_ARTICLE.sub("", tail.group("cause").strip()).replace("`", "").split())
+        found["cause"] = cause or None
+
+
 _SIGNATURE_MISSING = "a function call of the current turn was sent back without the thought signature issued with it"
 _REASONING_CONTENT_MISSING = "an assistant tool-call message was sent back without its reasoning_content"
 
@@ -379,15 +400,33 @@ _RULES: tuple[_Rule, ...] = (
         _rx(r"Previous\s+response\s+with\s+id\s+'(?P<id1>[^']{1,200})'\s+not\s+found"),
         "previous_response_id names a response the server does not hold",
     ),
+    # code invalid_encrypted_content: "The encrypted content gAAA...DQ== could not be verified." (openai/codex #8145)
+    # and the 2026 wording that names the item, "The encrypted content for item rs_… could not be verified. Reason:
+    # Encrypted content could not be decrypted or parsed." (Wei-Shaw/sub2api #2863, openai/codex #17541)
     _Rule(
         "responses_encrypted_content_invalid",
         "openai",
         "invalid",
         "encrypted_content",
         "encrypted content",
-        _rx(r"encrypted\s+content\b.{0,300}?could\s+not\s+be\s+(?:verified|decrypted)"),
+        _rx(
+            r"encrypted\s+content\b(?:\s+for\s+item\s+'?(?P<id1>(?:rs|cmp)_[\w\-]{1,200})'?)?",
+            r".{0,300}?could\s+not\s+be\s+(?:verified|decrypted)",
+        ),
         "a reasoning item's encrypted_content is not a value the server issued (altered, truncated, or from "
-        "another account or model)",
+        "another organisation, model or deployment)",
+    ),
+    # xAI (docs.x.ai reasoning guide; hackerai-tech/hackerai PR #996): the same text for an edited blob and for one
+    # from another xAI account or vendor.
+    _Rule(
+        "responses_encrypted_content_invalid",
+        "xai",
+        "invalid",
+        "encrypted_content",
+        "could not decrypt the provided",
+        _rx(r"Could\s+not\s+decrypt\s+the\s+provided\s+", _B, "encrypted_content", _B),
+        "a reasoning item's encrypted_content could not be decrypted (edited, or issued to another xAI account or "
+        "by another provider)",
     ),
     _Rule(
         "tool_result_missing",
@@ -436,6 +475,42 @@ _RULES: tuple[_Rule, ...] = (
         "field required",
         _rx(_ANTHROPIC_AT, r")\.thinking\.signature:\s*Field\s+required"),
         "a thinking block was sent back without its signature",
+    ),
+    # Claude Fable 5.1 and later bind a thinking block to the prefix it was created under (platform.claude.com
+    # preserved-thinking docs, "fix bound to a different conversation"; the text as anomalyco/opencode #48637
+    # quotes it). Before anthropic_signature_invalid: the text starts the same.
+    _Rule(
+        "anthropic_block_binding",
+        "anthropic",
+        "foreign",
+        "signature",
+        "bound to a different conversation",
+        _rx(
+            _ANTHROPIC_AT,
+            r":\s*)?(?:Invalid\s+",
+            _B,
+            "signature",
+            _B,
+            r"\s+in\s+",
+            _B,
+            "thinking",
+            _B,
+            r"\s+block\.?\s+)?The\s+block\s+is\s+bound\s+to\s+a\s+different\s+conversation",
+        ),
+        "a thinking block was sent back under another prefix than the one it was created under (the system prompt, "
+        "the tools or an earlier turn changed)",
+        refine=_binding_cause,
+    ),
+    # Without the beta header, the binding controls are refused (Wei-Shaw/sub2api PR #6677).
+    _Rule(
+        "anthropic_block_binding_beta",
+        "anthropic",
+        "schema",
+        "thinking.block_binding",
+        "block_binding",
+        _rx(r"thinking\.(?:\w+\.)?block_binding:\s*Extra\s+inputs\s+are\s+not\s+permitted"),
+        "thinking.block_binding was sent without the anthropic-beta value that enables it "
+        "(thinking-binding-controls-2026-08-01)",
     ),
     _Rule(
         "anthropic_signature_invalid",
@@ -524,6 +599,16 @@ _RULES: tuple[_Rule, ...] = (
         "non-empty content",
         _rx(r"messages\.(?P<index>\d+):\s*all\s+messages\s+must\s+have\s+non-empty\s+content"),
         "a message other than the final assistant message has empty content",
+    ),
+    # DeepSeek's Anthropic-compatible endpoint (OEvortex/aether #31, hermes-agent #17992), in an OpenAI envelope
+    _Rule(
+        "deepseek_thinking_missing",
+        "deepseek",
+        "missing",
+        "thinking block",
+        "content[].thinking",
+        _rx(r"The\s+", _B, r"content\[\]\.thinking", _B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
+        "an assistant turn with tool use was sent back without its thinking block",
     ),
     # reasoning_content (PROTOCOLS.md 7(d))
     _Rule(
@@ -615,6 +700,75 @@ _RULES: tuple[_Rule, ...] = (
         "a message's content is an empty array",
         refine=_path,
     ),
+    # Reasoning state another model, account or caller issued (foreign state)
+    _Rule(
+        "encrypted_content_foreign",
+        "gateway",
+        "foreign",
+        "encrypted_content",
+        "not issued to this caller",
+        _rx(r"reasoning\s+", _B, "encrypted_content", _B, r"\s+was\s+not\s+issued\s+to\s+this\s+caller"),
+        "a reasoning item's encrypted_content was issued to another caller of the gateway",
+    ),
+    # hackerai-tech/hackerai PR #1171 (the text is cut there, after "different model")
+    _Rule(
+        "encrypted_content_foreign",
+        "openrouter",
+        "foreign",
+        "reasoning_details",
+        "produced under a different model",
+        _rx(
+            r"encrypted\s+reasoning\s+or\s+compaction\s+content\s+that\s+was\s+produced\s+under\s+a\s+",
+            r"different\s+model",
+        ),
+        "encrypted reasoning sent back was produced under another model",
+    ),
+    # OpenAI models on Bedrock (BerriAI/litellm #41793)
+    _Rule(
+        "encrypted_content_foreign",
+        "bedrock",
+        "foreign",
+        "encrypted_content",
+        "created for a different account or model",
+        _rx(r"encrypted\s+reasoning\s+was\s+created\s+for\s+a\s+different\s+account\s+or\s+model"),
+        "encrypted reasoning sent back was created for another account or model",
+    ),
+    # Bedrock Converse, a non-Claude model given Claude's reasoning text (UKGovernmentBEIS/inspect_ai #5217)
+    _Rule(
+        "reasoning_text_unsupported",
+        "bedrock",
+        "foreign",
+        "reasoningContent.reasoningText.text",
+        "reasoningcontent.reasoningtext.text",
+        _rx(r"does(?:n['\u2019]t|\s+not)\s+support\s+the\s+reasoningContent\.reasoningText\.text\s+field"),
+        "reasoning text another model produced was sent to a model that only takes its own encrypted reasoning",
+    ),
+    # DeepSeek's /anthropic endpoint has no redacted_thinking block, which only Anthropic issues (HTTP 422)
+    _Rule(
+        "redacted_thinking_unsupported",
+        "deepseek",
+        "foreign",
+        "redacted_thinking",
+        "unknown variant",
+        _rx(
+            r"(?:messages\[(?P<index>\d+)\]\.content(?:\[(?P<block>\d+)\])?:\s*)?unknown\s+variant\s+",
+            _B,
+            "redacted_thinking",
+            _B,
+        ),
+        "a redacted_thinking block (which only Anthropic issues) was sent to DeepSeek",
+    ),
+    # Fireworks behind LiteLLM, given Claude's thinking_blocks (AndyMik90/Aperant #1988)
+    _Rule(
+        "thinking_blocks_not_permitted",
+        "fireworks",
+        "foreign",
+        "thinking_blocks",
+        "thinking_blocks",
+        _rx(r"Extra\s+inputs\s+are\s+not\s+permitted,?\s+field:\s*'(?P<path>[^']{0,200}thinking_blocks)'"),
+        "Claude's thinking_blocks were sent to a model that does not take them",
+        refine=_path,
+    ),
     # GitHub Copilot (PROTOCOLS.md 1(d))
     _Rule(
         "copilot_schema",
@@ -634,6 +788,16 @@ _RULES: tuple[_Rule, ...] = (
         "responses api",
         _rx(r"model\s+\S+\s+is\s+not\s+supported\s+via\s+Responses\s+API"),
         "the model is not served on this API (Copilot serves Gemini on /chat/completions, not /responses)",
+    ),
+    # litellm #28053, pydantic-ai #8232: `{"code":"invalid_reasoning_effort","message":…}`
+    _Rule(
+        "reasoning_effort_unsupported",
+        "copilot",
+        "unsupported",
+        "reasoning_effort",
+        "does not support reasoning effort",
+        _rx(r"model\s+\S+\s+does\s+not\s+support\s+reasoning\s+effort"),
+        "the model does not take a reasoning effort",
     ),
     _Rule(
         "copilot_invalid_request_body",
@@ -658,6 +822,12 @@ _RULES: tuple[_Rule, ...] = (
         generic=True,
     ),
 )
+
+# Every rule id, with its kind and field (a rule id keeps one kind whichever provider's text it matches): the
+# formats' static checks (`WireFormat.check`) name the rules a request breaks with these ids.
+RULES: dict[str, tuple[Kind, str | None]] = {rule.rule: (rule.kind, rule.field) for rule in reversed(_RULES)}
+# Rules whose text names no cause (Copilot's bare "invalid request body", OpenRouter's preamble).
+GENERIC_RULES = frozenset(rule.rule for rule in _RULES if rule.generic)
 
 # What the client must send back, named in the gateway's wire format, for the fields upstream texts name.
 _GATEWAY_FIELDS = {

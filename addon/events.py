@@ -89,7 +89,7 @@ class Diagnosed(FlowEvent):
     status: int
     rule: str
     summary: str
-    problem: str  # missing / invalid / orphaned / duplicate / not_found / schema / unsupported / unknown
+    problem: str  # missing / invalid / foreign / orphaned / duplicate / not_found / schema / unsupported / unknown
     field: str | None = None
     provider: str | None = None
     location: str | None = None
@@ -99,6 +99,10 @@ class Diagnosed(FlowEvent):
     cache_had: bool | None = None  # whether the cache held what the error says is missing (None: cannot tell)
     repaired: bool = False  # whether the proxy had repaired this request at the place the error points at
     healed: int = 0  # cache entries dropped because the provider refused their value
+    # When the error names no place: the provider rules the request breaks as sent (and, when the proxy repaired
+    # it, those it broke as the client sent it), found by the format's own checks.
+    findings: list[str] = []
+    cause: str | None = None  # what the error says changed ("system prompt", for Anthropic's block binding)
     advice: str
     message: str  # the provider's text, redacted
 

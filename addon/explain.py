@@ -2,43 +2,61 @@
 
 For every 4xx on LLM traffic it names the rule broken, the message or part the
 error points at and the tool call there, says whether the cache held what was
-missing and whether the proxy had repaired the request, and what the user can
-do. When the provider refuses a value the proxy itself inserted (a signature
+missing and whether the proxy had repaired the request (or, with repair off,
+what it would have done), and what the user can do. An error that names no
+place (Copilot's bare "invalid request body") is located by the wire format's
+own checks of the request as sent. When the provider refuses a value the proxy itself inserted (a signature
 or reasoning item that came back corrupted, say), the cache entries it came
 from are dropped, so one bad value does not break every later turn.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mitmproxy import http
 
-from . import jsoncodec
+from . import formats, jsoncodec
 from .annotate import add_comment, flow_meta
 from .cache import StoreUnavailable
 from .decoding import message_body, message_prefix
-from .diagnosis import Diagnosis, classify
+from .diagnosis import GENERIC_RULES, RULES, Diagnosis, classify
 from .events import Diagnosed
 from .failopen import fail_open
-from .formats import CacheView
+from .formats import CacheView, RepairContext
 from .formats.base import call_lookup_keys, usable_keys
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from .proxy_config import ProxyConfig
-from .records import RepairAction, display_call_id
+from .records import RepairAction, Violation, display_call_id, summarize_actions
 from .redact import masked_logger, redact_url
 from .repair import INSERTING, RepairPlan
 
 logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
-REFUSED_VALUE = ("invalid", "not_found", "duplicate")
+REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
+# A request answered in Copilot's envelope is checked against Copilot's rules, whatever host the proxy reached it on
+# (a local gateway such as copilot-api passes Copilot's errors on).
+COPILOT_HOST = "api.githubcopilot.com"
+_SIGNATURE_RULES = ("gemini_signature_missing", "vertex_signature_missing")
+_LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
+_MAX_FINDINGS = 6
+_MENDED = "the client's request, mended by the proxy, broke "
 _TOP_LEVEL = {
     "chat_completions": "messages",
     "anthropic_messages": "messages",
     "gemini_native": "contents",
     "openai_responses": "input",
 }
+
+
+def _parsed(body: bytes | http.Request) -> Any:
+    """A JSON body (a request's, decoded within the bound), or None."""
+    try:
+        return jsoncodec.loads(message_body(body, MAX_DECODED_BYTES) if isinstance(body, http.Request) else body)
+    except ValueError:  # not JSON, or not decodable within the bound
+        return None
 
 
 def block_to_message(messages: list[Any], position: int) -> int | None:
@@ -107,6 +125,43 @@ def calls_at(wire_format: str, doc: Any, index: int | None) -> list[tuple[str | 
     return []
 
 
+# A value issued for another model, deployment, account or conversation: the advice, in one place.
+FOREIGN_ADVICE = (
+    "the value was issued for another model, deployment, account or conversation; the proxy removes such values "
+    "when it captured them (so the conversation must have gone through the proxy), otherwise start a new "
+    "conversation or switch back to the model that issued them"
+)
+# Rules whose remedy is not the one of their kind.
+_RULE_ADVICE = {
+    "anthropic_block_binding_beta": (
+        "send thinking.block_binding only with the anthropic-beta value thinking-binding-controls-2026-08-01, or "
+        "leave it out"
+    ),
+    "reasoning_effort_unsupported": "leave the reasoning effort out for this model: it does not take one",
+    # Only when the format's checks found nothing either (else the advice is the one for what they found).
+    "copilot_invalid_request_body": (
+        "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
+        "it with the last request that worked (scripts/check on a flow file of both)"
+    ),
+}
+# What each kind of repair fixes: the repair-off advice names only what would have fixed the error.
+_FIXED_BY = {
+    "missing": (*INSERTING, "placeholder"),
+    "schema": ("content_null", "merged"),
+    "orphaned": ("removed",),
+}
+
+
+def binding_advice(cause: str | None) -> str:
+    """Anthropic binds a thinking block to the system prompt, tools and turns before it (preserved-thinking docs)."""
+    changed = f"the {cause} changed" if cause else "the system prompt, the tools or an earlier turn changed"
+    return (
+        f"{changed} since the thinking block was issued, and the block is bound to everything before it: send that "
+        'unchanged, remove the block, or set thinking.block_binding.prefix_mismatch_behavior to "drop_block" '
+        "(with anthropic-beta: thinking-binding-controls-2026-08-01)"
+    )
+
+
 def advise(
     diagnosis: Diagnosis,
     *,
@@ -115,23 +170,41 @@ def advise(
     healed: int,
     repair_on: bool,
     placeholder_applies: bool = False,
+    would_repair: str = "",
+    kind: str | None = None,
 ) -> str:
-    """What the user can do about it, given what the proxy knew and did."""
+    """What the user can do about it, given what the proxy knew and did.
+
+    `would_repair` describes what the proxy would have changed at the place of the error had llm_repair been on;
+    `kind` is the kind of problem when it is known better than the diagnosis says (the format's own check found
+    what a generic error text does not name)."""
+    kind = kind or diagnosis.kind
     if diagnosis.rule == "unknown":
         return "not a known reasoning-state error; the provider's text is logged as it was"
-    if diagnosis.kind in REFUSED_VALUE:
-        if healed:
-            return (
-                f"the provider refused a value the proxy put back; {healed} cache entr{'y' if healed == 1 else 'ies'} "
-                "dropped, so later turns will not repeat it (retrying sends the request without it)"
-            )
-        if diagnosis.kind == "duplicate":
-            return "the request re-sends items the server already holds (previous_response_id): drop them from input"
+    if healed and kind in REFUSED_VALUE:
+        return (
+            f"the provider refused a value the proxy put back; {healed} cache entr{'y' if healed == 1 else 'ies'} "
+            "dropped, so later turns will not repeat it (retrying sends the request without it)"
+        )
+    if would_repair:
+        return (
+            f"repair is off (llm_repair=false), and the proxy would have {would_repair}: turn repair on "
+            "(--set llm_repair=true)"
+        )
+    if diagnosis.rule == "anthropic_block_binding":
+        return binding_advice(diagnosis.cause)
+    if diagnosis.rule in _RULE_ADVICE and kind == diagnosis.kind:
+        return _RULE_ADVICE[diagnosis.rule]
+    if kind == "foreign":
+        return FOREIGN_ADVICE
+    if kind == "duplicate":
+        return "the request re-sends items the server already holds (previous_response_id): drop them from input"
+    if kind in REFUSED_VALUE:
         return (
             "the client sent a value the provider does not accept (re-encoded, edited, or from another conversation "
             "or model); the proxy never overwrites what the client sends: start a new conversation"
         )
-    if diagnosis.kind == "missing":
+    if kind == "missing":
         if repaired_here:
             return "the proxy put back what it had, yet the provider refused: report it with the flow (scripts/export)"
         if cache_had and not repair_on:
@@ -143,15 +216,39 @@ def advise(
                 "the proxy never saw the answer that produced this tool call (sent before the proxy was in the path, "
                 "through another proxy, with another credential or model, or expired from the cache): start a new "
                 "conversation through the proxy"
-                + ("; llm_signature_placeholder=auto lets it go on, degraded" if placeholder_applies else "")
+                + (
+                    "; with llm_signature_placeholder=auto the proxy lets it go on, degraded"
+                    if placeholder_applies
+                    else ""
+                )
             )
-    if diagnosis.kind == "orphaned":
+    if kind == "orphaned":
         return "a reasoning item is left with nothing after it: the proxy removes such items when llm_repair is on"
-    if diagnosis.kind == "schema":
+    if kind == "schema":
         return "the body breaks the provider's schema; for content: [] the proxy sends null when llm_repair is on"
-    if diagnosis.kind == "unsupported":
+    if kind == "unsupported":
         return "this model is not served on this API: use the API the provider names"
     return "see the provider's message"
+
+
+def _finding_index(violation: Violation) -> int | None:
+    at = _LOCATION_INDEX.match(violation.location)
+    return int(at.group(1)) if at else None
+
+
+def pick_finding(findings: list[Violation], diagnosis: Diagnosis) -> Violation | None:
+    """The finding an error that names no place is about: one of its own rule, or of the same kind and field; for a
+    text that names no cause at all, the first (a missing value first: the commonest cause)."""
+    for violation in findings:
+        if violation.rule == diagnosis.rule:
+            return violation
+    own = RULES.get(diagnosis.rule)
+    for violation in findings:
+        if own is not None and RULES.get(violation.rule) == own:
+            return violation
+    if diagnosis.rule in GENERIC_RULES and findings:
+        return min(findings, key=lambda v: RULES.get(v.rule, ("unknown", None))[0] != "missing")
+    return None
 
 
 class ErrorExplainer:
@@ -167,39 +264,71 @@ class ErrorExplainer:
 
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
         assert flow.response is not None and self.config.settings is not None
+        settings = self.config.settings
         # Error texts are a few KB: the start of the answer is all that is read of it.
         diagnosis = classify(flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         wire_format = meta["format"]
-        try:
-            doc = jsoncodec.loads(message_body(flow.request, MAX_DECODED_BYTES))
-        except ValueError:  # not JSON, or not decodable within the bound
-            doc = None
+        doc = _parsed(flow.request)
         index = locate(diagnosis, wire_format, doc)
+        findings: list[Violation] = []
+        mended: list[Violation] = []
+        finding = None
+        if index is None and not diagnosis.item_ids and diagnosis.rule != "unknown" and doc is not None:
+            # The error names no place: the format's own checks find what it may be about.
+            findings, mended = self._findings(flow, meta, diagnosis, doc)
+            finding = pick_finding(findings, diagnosis)
+            index = _finding_index(finding) if finding is not None else None
+        # What the problem is: the rule's kind, or, for a text that names no cause, the kind of what was found.
+        kind = RULES[finding.rule][0] if finding is not None and finding.rule in RULES else diagnosis.kind
         calls = calls_at(wire_format, doc, index)
         plan = self.config.recall_plan(flow.id)
-        inserted = [a for a in plan.actions if a.kind in INSERTING] if plan is not None else []
-        sites = [a for a in inserted if index is None or a.index == index]
+        applied = meta.get("repaired") is True
+        here = [a for a in plan.actions if index is None or a.index == index] if plan is not None else []
+        sites = [a for a in here if a.kind in INSERTING] if applied else []
         repaired_here = bool(sites)
-        healed = self._heal(meta, diagnosis, plan, sites) if plan is not None and diagnosis.kind in REFUSED_VALUE else 0
+        # Repair off: what the proxy would have done at this place, as far as it fixes this kind of problem (for a
+        # text that names no cause, and nothing found: anything it would have done).
+        unapplied = [] if applied else here
+        if not (diagnosis.rule in GENERIC_RULES and finding is None):
+            unapplied = [a for a in unapplied if a.kind in _FIXED_BY.get(kind, ())]
+        healed = self._heal(meta, diagnosis, plan, sites) if plan is not None and kind in REFUSED_VALUE else 0
         cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != "unknown" else None
+        rule = finding.rule if finding is not None else diagnosis.rule
         advice = advise(
             diagnosis,
             cache_had=cache_had,
             repaired_here=repaired_here,
             healed=healed,
-            repair_on=self.config.settings.repair,
+            repair_on=settings.repair,
+            placeholder_applies=wire_format == "gemini_native"
+            and rule in _SIGNATURE_RULES
+            and settings.signature_placeholder == "off",
+            would_repair=summarize_actions(unapplied) if unapplied else "",
+            kind=kind,
         )
         location = f"{_TOP_LEVEL.get(wire_format, 'items')}[{index}]" if index is not None else None
         call_ids = [display_call_id(c[0]) for c in calls if c[0]]
+        function = diagnosis.function or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None)
+        as_sent = [v.describe() for v in findings[:_MAX_FINDINGS]]
+        mended_text = [f"{_MENDED}{v.describe()}" for v in mended[:_MAX_FINDINGS]]
         url = redact_url(flow.request.url)
-        where = f" at {location}" + (f" (tool call {', '.join(call_ids)})" if call_ids else "") if location else ""
+        named = ", ".join(call_ids) + (f", function {function}" if finding is not None and function else "")
+        where = f" at {location}" + (f" (tool call {named})" if call_ids else "") if location else ""
+        found = f"; as sent, the request breaks {'; '.join(as_sent)}" if as_sent else ""
+        found += f"; {'; '.join(mended_text)}" if mended_text else ""
         if diagnosis.rule == "unknown":
             line = f"llm {flow.response.status_code} from {url}, not a known reasoning error: {diagnosis.message[:300]}"
         else:
-            line = f"llm {flow.response.status_code} from {url}: {diagnosis.summary}{where}; {advice}"
+            line = f"llm {flow.response.status_code} from {url}: {diagnosis.summary}{where}{found}; {advice}"
         logger.warning(line)
         add_comment(flow, line)
-        meta["diagnosis"] = {"rule": diagnosis.rule, "location": location, "tool_call_ids": call_ids, "healed": healed}
+        meta["diagnosis"] = {
+            "rule": diagnosis.rule,
+            "location": location,
+            "tool_call_ids": call_ids,
+            "healed": healed,
+            "findings": as_sent + mended_text,
+        }
         self.config.events.write(
             Diagnosed(
                 flow_id=flow.id,
@@ -209,20 +338,50 @@ class ErrorExplainer:
                 status=flow.response.status_code,
                 rule=diagnosis.rule,
                 summary=diagnosis.summary,
-                problem=diagnosis.kind,
+                problem=kind,
                 field=diagnosis.field,
                 provider=diagnosis.provider,
                 location=location,
                 tool_call_ids=call_ids,
                 item_ids=diagnosis.item_ids,
-                function=diagnosis.function,
+                function=function,
                 cache_had=cache_had,
                 repaired=repaired_here,
                 healed=healed,
+                findings=as_sent + mended_text,
+                cause=diagnosis.cause,
                 advice=advice,
                 message=diagnosis.message,
             )
         )
+
+    def _context(self, flow: http.HTTPFlow, meta: dict[str, Any], diagnosis: Diagnosis) -> RepairContext:
+        host = flow.request.pretty_host.lower()
+        if "copilot" in (diagnosis.provider, diagnosis.wrapped_by) and "githubcopilot" not in host:
+            host = COPILOT_HOST
+        return RepairContext(path=flow.request.path, model=meta.get("request_model"), host=host)
+
+    def _findings(
+        self, flow: http.HTTPFlow, meta: dict[str, Any], diagnosis: Diagnosis, doc: Any
+    ) -> tuple[list[Violation], list[Violation]]:
+        """The rules the request breaks as it was sent upstream, by the format's own checks; and, when the proxy
+        repaired it, the ones the client's request broke that the repair mended (only from the copy kept for flow
+        files, `original_request`: none is made for this)."""
+        wire_format = formats.by_name(meta["format"])
+        host = flow.request.pretty_host.lower()
+        if "copilot" in (diagnosis.provider, diagnosis.wrapped_by) and "githubcopilot" not in host:
+            host = COPILOT_HOST
+        context = RepairContext(path=flow.request.path, model=meta.get("request_model"), host=host)
+        original = meta.get("original_request") if meta.get("repaired") is True else None
+        try:
+            found = wire_format.check(doc, context)
+            client_doc = _parsed(original) if isinstance(original, bytes) else None
+            client = wire_format.check(client_doc, context) if client_doc is not None else []
+        except Exception as e:  # noqa: BLE001 - the findings are an extra: the diagnosis stands without them
+            logger.warning("llm could not check the request for what the error does not name: %r", e)
+            return [], []
+        sent = {(v.rule, v.location) for v in found}
+        return found, [v for v in client if (v.rule, v.location) not in sent]
 
     def _cache_had(
         self, meta: dict[str, Any], calls: list[tuple[str | None, str | None, Any]], diagnosis: Diagnosis

@@ -38,8 +38,9 @@ class ProxyConfig:
         self.settings: Settings | None = None
         self.store: ReasoningStore | None = None
         self.events = EventLog(None)
-        # The plan of each recent repair, until its answer came: self-healing needs the entries it used,
-        # which do not belong in flow metadata (they are not serialisable, and most are never needed).
+        # The plan of each recent repair (applied or, with llm_repair=false, not), until its answer came:
+        # self-healing needs the entries it used, and explaining an error what the repair did or would have done;
+        # neither belongs in flow metadata (they are not serialisable, and most are never needed).
         self._plans: OrderedDict[str, Any] = OrderedDict()
         self._keep_bodies: bool | None = None
 

@@ -211,7 +211,8 @@ class RequestRepair:
             request.set_content(repaired)
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + summary)
-            self.config.remember_plan(flow.id, plan)
+        # Repair off too: an error answer is then explained with what the proxy would have done.
+        self.config.remember_plan(flow.id, plan)
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair

@@ -7,11 +7,16 @@ drive them so that the envelope is the fake's own.
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, Diagnosis, classify, error_messages
+from llm_reasoning_proxy import formats
+from llm_reasoning_proxy.diagnosis import _RULES as _RULE_TABLE
+from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULES, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
@@ -106,6 +111,7 @@ def expect(
     item_ids: tuple[str, ...] = (),
     function: str | None = None,
     wrapped_by: str | None = None,
+    cause: str | None = None,
 ) -> dict[str, Any]:
     return {
         "rule": rule,
@@ -118,6 +124,7 @@ def expect(
         "item_ids": list(item_ids),
         "function": function,
         "wrapped_by": wrapped_by,
+        "cause": cause,
     }
 
 
@@ -367,6 +374,258 @@ def test_protocol_texts(status, body, message, expected):
 @pytest.mark.parametrize(("status", "body", "message", "expected"), PROTOCOL_CASES)
 def test_bytes_body_classifies_like_text(status, body, message, expected):
     assert classify(status, body.encode()) == classify(status, body)
+
+
+# --------------------------------------------------------------------------------------
+# the 2026 texts: block binding, foreign state on every target, and their neighbours (each from the issue or PR
+# named; `…` stands where the source elides)
+
+BINDING_TEXT = (
+    "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation. "
+    'Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+)
+# anomalyco/opencode #48637: the optional tail that names what changed
+BINDING_SYSTEM_TEXT = (
+    BINDING_TEXT + " That setting requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` "
+    "header. The `system` prompt differs from the one this block was created with."
+)
+VERTEX_NOT_VALID = "Unable to submit request because Thought signature is not valid.. Learn more: …"
+UNVERIFIED_ITEM = (
+    f"The encrypted content for item {RS_ID} could not be verified. Reason: Encrypted content could not be decrypted "
+    "or parsed."
+)
+XAI_UNDECRYPTABLE = (
+    "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
+    "previous response."
+)
+NOT_THIS_CALLER = "reasoning `encrypted_content` was not issued to this caller"
+OPENROUTER_OTHER_MODEL = (
+    "Your request contains encrypted reasoning or compaction content that was produced under a different model..."
+)
+DEEPSEEK_REDACTED = (
+    "Failed to deserialize the JSON body into the target type: messages[1].content: unknown variant "
+    "`redacted_thinking`, expected one of `text`, `image`, `document`, `thinking`, …"
+)
+BEDROCK_SIGNATURE = "The model returned the following errors: messages.369.content.0.thinking.signature: Field required"
+BEDROCK_REASONING_TEXT = (
+    "This model doesn't support the reasoningContent.reasoningText.text field for assistant messages. Remove "
+    "reasoningContent.reasoningText.text and try again."
+)
+BEDROCK_OTHER_ACCOUNT = "encrypted reasoning was created for a different account or model"
+FIREWORKS_THINKING_BLOCKS = "Extra inputs are not permitted, field: 'messages[2].thinking_blocks'"
+COPILOT_EFFORT = "model claude-haiku-4.5 does not support reasoning effort"
+DEEPSEEK_THINKING = "The `content[].thinking` in the thinking mode must be passed back to the API."
+COPILOT_ANTHROPIC = "messages.1.content.0: Invalid signature in thinking block"
+
+REFERENCE_2026_CASES = [
+    # Anthropic's block binding (platform.claude.com preserved-thinking docs; anomalyco/opencode #48637)
+    pytest.param(
+        anthropic_error(BINDING_TEXT),
+        BINDING_TEXT,
+        expect("anthropic_block_binding", "anthropic", "foreign", "signature", index=1, block=0),
+        id="anthropic-block-binding",
+    ),
+    pytest.param(
+        anthropic_error(BINDING_SYSTEM_TEXT),
+        BINDING_SYSTEM_TEXT,
+        expect("anthropic_block_binding", "anthropic", "foreign", "signature", index=1, block=0, cause="system prompt"),
+        id="anthropic-block-binding-system",
+    ),
+    # Wei-Shaw/sub2api PR #6677: the binding controls without their beta header
+    pytest.param(
+        anthropic_error("thinking.adaptive.block_binding: Extra inputs are not permitted"),
+        "thinking.adaptive.block_binding: Extra inputs are not permitted",
+        expect("anthropic_block_binding_beta", "anthropic", "schema", "thinking.block_binding"),
+        id="anthropic-block-binding-beta",
+    ),
+    # Gemini API and Vertex given another model's signature or a malformed one (google-gemini/gemini-cli #13467,
+    # Antigravity-Manager PR #3342, NoeFabris/opencode-antigravity-auth #368)
+    pytest.param(
+        google_error("Corrupted thought signature."),
+        "Corrupted thought signature.",
+        expect("signature_invalid", "gemini", "invalid", "thought_signature"),
+        id="gemini-corrupted",
+    ),
+    pytest.param(
+        google_error("Invalid thought signature."),
+        "Invalid thought signature.",
+        expect("signature_invalid", "gemini", "invalid", "thought_signature"),
+        id="gemini-invalid",
+    ),
+    pytest.param(
+        google_error(VERTEX_NOT_VALID),
+        VERTEX_NOT_VALID,
+        expect("signature_invalid", "gemini", "invalid", "thought_signature"),
+        id="vertex-not-valid",
+    ),
+    # OpenAI Responses, both wordings of invalid_encrypted_content (openai/codex #8145; Wei-Shaw/sub2api #2863)
+    pytest.param(
+        '{"error":{"message":"The encrypted content gAAA...DQ== could not be verified.","type":"invalid_request_error",'
+        '"param":null,"code":"invalid_encrypted_content"}}',
+        "The encrypted content gAAA...DQ== could not be verified.",
+        expect("responses_encrypted_content_invalid", "openai", "invalid", "encrypted_content"),
+        id="openai-unverified",
+    ),
+    pytest.param(
+        openai_error(UNVERIFIED_ITEM, param=None, code="invalid_encrypted_content"),
+        UNVERIFIED_ITEM,
+        expect("responses_encrypted_content_invalid", "openai", "invalid", "encrypted_content", item_ids=(RS_ID,)),
+        id="openai-unverified-item",
+    ),
+    # gateways (oh-my-pi #11928, opencode #48864)
+    pytest.param(
+        openai_error(NOT_THIS_CALLER, param=None),
+        NOT_THIS_CALLER,
+        expect("encrypted_content_foreign", "gateway", "foreign", "encrypted_content"),
+        id="gateway-not-this-caller",
+    ),
+    # OpenRouter (hackerai-tech/hackerai PR #1171)
+    pytest.param(
+        json.dumps({"error": {"message": OPENROUTER_OTHER_MODEL, "code": 400}}),
+        OPENROUTER_OTHER_MODEL,
+        expect("encrypted_content_foreign", "openrouter", "foreign", "reasoning_details"),
+        id="openrouter-other-model",
+    ),
+    # xAI's envelope (chenyme/grok2api tests; hackerai-tech/hackerai PR #996)
+    pytest.param(
+        json.dumps({"code": "invalid-argument", "error": XAI_UNDECRYPTABLE}),
+        XAI_UNDECRYPTABLE,
+        expect("responses_encrypted_content_invalid", "xai", "invalid", "encrypted_content"),
+        id="xai-undecryptable",
+    ),
+    # DeepSeek's /anthropic endpoint, HTTP 422
+    pytest.param(
+        DEEPSEEK_REDACTED,
+        DEEPSEEK_REDACTED,
+        expect("redacted_thinking_unsupported", "deepseek", "foreign", "redacted_thinking", index=1),
+        id="deepseek-redacted-thinking",
+    ),
+    pytest.param(
+        openai_error(DEEPSEEK_THINKING, param=None, code="invalid_request_error"),
+        DEEPSEEK_THINKING,
+        expect("deepseek_thinking_missing", "deepseek", "missing", "thinking block"),
+        id="deepseek-anthropic-thinking",
+    ),
+    # Anthropic after a model switch dropped the signature (anomalyco/opencode #25005), and Bedrock's copy
+    # (can1357/oh-my-pi PR #10486)
+    pytest.param(
+        anthropic_error("messages.4.content.0.thinking.signature: Field required"),
+        "messages.4.content.0.thinking.signature: Field required",
+        expect("anthropic_signature_missing", "anthropic", "missing", "signature", index=4, block=0),
+        id="anthropic-signature-field-required",
+    ),
+    pytest.param(
+        json.dumps({"type": "error", "error": {"type": "ValidationException", "message": BEDROCK_SIGNATURE}}),
+        BEDROCK_SIGNATURE,
+        expect("anthropic_signature_missing", "anthropic", "missing", "signature", index=369, block=0),
+        id="bedrock-signature-field-required",
+    ),
+    # Bedrock Converse (UKGovernmentBEIS/inspect_ai #5217) and OpenAI models on Bedrock (BerriAI/litellm #41793)
+    pytest.param(
+        json.dumps({"message": BEDROCK_REASONING_TEXT}),
+        BEDROCK_REASONING_TEXT,
+        expect("reasoning_text_unsupported", "bedrock", "foreign", "reasoningContent.reasoningText.text"),
+        id="bedrock-reasoning-text",
+    ),
+    pytest.param(
+        json.dumps({"message": BEDROCK_OTHER_ACCOUNT}),
+        BEDROCK_OTHER_ACCOUNT,
+        expect("encrypted_content_foreign", "bedrock", "foreign", "encrypted_content"),
+        id="bedrock-other-account",
+    ),
+    # Fireworks behind LiteLLM (AndyMik90/Aperant #1988)
+    pytest.param(
+        openai_error(FIREWORKS_THINKING_BLOCKS, param=None),
+        FIREWORKS_THINKING_BLOCKS,
+        expect("thinking_blocks_not_permitted", "fireworks", "foreign", "thinking_blocks", index=2),
+        id="fireworks-thinking-blocks",
+    ),
+    pytest.param(
+        openai_error("litellm.BadRequestError: Fireworks_aiException - " + FIREWORKS_THINKING_BLOCKS, param=None),
+        "litellm.BadRequestError: Fireworks_aiException - " + FIREWORKS_THINKING_BLOCKS,
+        expect(
+            "thinking_blocks_not_permitted", "fireworks", "foreign", "thinking_blocks", index=2, wrapped_by="litellm"
+        ),
+        id="fireworks-through-litellm",
+    ),
+    # GitHub Copilot: effort for a model without it (litellm #28053), and Anthropic's texts on /v1/messages as
+    # Copilot wraps them (caozhiyuan/copilot-api #63, #78)
+    pytest.param(
+        json.dumps({"code": "invalid_reasoning_effort", "message": COPILOT_EFFORT}),
+        COPILOT_EFFORT,
+        expect("reasoning_effort_unsupported", "copilot", "unsupported", "reasoning_effort"),
+        id="copilot-reasoning-effort",
+    ),
+    pytest.param(
+        copilot_error(COPILOT_ANTHROPIC),
+        COPILOT_ANTHROPIC,
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-anthropic-signature",
+    ),
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": anthropic_error(ANTHROPIC_SIGNATURE.replace("messages.1", "messages.3")),
+                    "type": "error",
+                }
+            }
+        ),
+        ANTHROPIC_SIGNATURE.replace("messages.1", "messages.3"),
+        expect("anthropic_signature_invalid", "anthropic", "invalid", "signature", index=3, block=0),
+        id="copilot-anthropic-envelope-in-message",
+    ),
+    pytest.param(
+        copilot_error(BINDING_SYSTEM_TEXT),
+        BINDING_SYSTEM_TEXT,
+        expect(
+            "anthropic_block_binding",
+            "anthropic",
+            "foreign",
+            "signature",
+            index=1,
+            block=0,
+            wrapped_by="copilot",
+            cause="system prompt",
+        ),
+        id="copilot-block-binding",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "message", "expected"), REFERENCE_2026_CASES)
+def test_2026_texts(body, message, expected):
+    diagnosis = classify(400, body)
+    assert facts(diagnosis) == expected
+    assert diagnosis.message == message
+    assert classify(400, body.encode()) == diagnosis
+
+
+@pytest.mark.parametrize(
+    ("tail", "cause"),
+    [
+        pytest.param("The `system` prompt differs from the one this block was created with.", "system prompt"),
+        # Only the system prompt's tail is quoted; the others are read by the same shape.
+        pytest.param("The `tools` differ from the ones this block was created with.", "tools"),
+        pytest.param("An earlier message differs from the one this block was created with.", "earlier message"),
+        pytest.param("", None),
+    ],
+)
+def test_block_binding_names_what_changed(tail, cause):
+    diagnosis = classify(400, anthropic_error(f"{BINDING_TEXT} {tail}".strip()))
+    assert (diagnosis.rule, diagnosis.index, diagnosis.block, diagnosis.cause) == (
+        "anthropic_block_binding",
+        1,
+        0,
+        cause,
+    )
+
+
+def test_a_plain_invalid_signature_is_not_the_binding():
+    diagnosis = classify(400, anthropic_error(ANTHROPIC_SIGNATURE + ". Check the block."))
+    assert (diagnosis.rule, diagnosis.kind, diagnosis.cause) == ("anthropic_signature_invalid", "invalid", None)
 
 
 # --------------------------------------------------------------------------------------
@@ -1156,6 +1415,36 @@ def test_fake_anthropic_errors(message, expected):
     assert diagnosis.message == message
 
 
+def test_fake_anthropic_binding_names_a_changed_system_prompt():
+    dialect = fake_anthropic.AnthropicDialect()
+    bound = Recorded("POST", "/v1/messages", {"x-fake-binding": "1"}, b"", None)
+    question = {"role": "user", "content": "List the directory."}
+    doc = {"model": "claude-sonnet-5", "system": "You are terse.", "thinking": {"type": "adaptive"}}
+    first = dialect.handle(doc | {"messages": [question]}, bound, Options())
+    use = first.doc["content"][-1]
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use["id"], "content": "a.txt"}]}
+    again = doc | {"messages": [question, {"role": "assistant", "content": first.doc["content"]}, result]}
+    assert dialect.handle(again, bound, Options()).status == 200
+
+    changed = dialect.handle(again | {"system": "You are verbose."}, bound, Options())
+    diagnosis = classify(changed.status, _reply_body(changed))
+    assert facts(diagnosis) == expect(
+        "anthropic_block_binding", "anthropic", "foreign", "signature", index=1, block=0, cause="system prompt"
+    )
+    bound_elsewhere = fake_anthropic.BOUND_ELSEWHERE.format(index=1, block=0)
+    assert diagnosis.message == bound_elsewhere + fake_anthropic.BINDING_NEEDS_BETA + fake_anthropic.SYSTEM_CHANGED
+    # Other tools: refused, the cause not named; with the beta header, its sentence is not said.
+    beta = Recorded(
+        "POST", "/v1/messages", {"x-fake-binding": "1", "anthropic-beta": fake_anthropic.BINDING_BETA}, b"", None
+    )
+    tools = dialect.handle(again | {"tools": [{"name": "ls", "input_schema": {"type": "object"}}]}, beta, Options())
+    assert tools.doc["error"]["message"] == bound_elsewhere
+    assert classify(tools.status, _reply_body(tools)).cause is None
+    # Without the opt-in, blocks are not bound.
+    plain = Recorded("POST", "/v1/messages", {}, b"", None)
+    assert dialect.handle(again | {"system": "You are verbose."}, plain, Options()).status == 200
+
+
 # --------------------------------------------------------------------------------------
 # precedence: innermost specific text first, generic texts last
 
@@ -1357,3 +1646,85 @@ def test_credentials_are_redacted(body, secret, rule):
     assert diagnosis.rule == rule
     assert secret not in diagnosis.model_dump_json()
     assert REDACTED in diagnosis.message
+
+
+# --------------------------------------------------------------------------------------
+# every rule a format's static check names is a rule the diagnosis knows
+
+
+def _check_rule_ids_in_source() -> set[str]:
+    """The rule ids in the `Violation(rule=…)` calls of addon/formats, read from the source: a literal (or a choice of
+    literals), or the first element of each tuple a `*_rule` function of the module returns."""
+    found: set[str] = set()
+    for source in sorted(Path(formats.__file__).parent.glob("*.py")):
+        tree = ast.parse(source.read_text())
+        pickers = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name.endswith("_rule")]
+        for call in ast.walk(tree):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Violation"):
+                continue
+            (value,) = [keyword.value for keyword in call.keywords if keyword.arg == "rule"]
+            ids = {n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if not ids:
+                assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
+                ids = {
+                    node.value.elts[0].value
+                    for picker in pickers
+                    for node in ast.walk(picker)
+                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
+                }
+            found |= ids
+    return found
+
+
+def _check_rule_ids_run() -> set[str]:
+    """The rule ids the formats' checks give for requests that break every rule they know."""
+
+    def run(name: str, doc: dict, path: str, model: str | None = None, host: str = "") -> set[str]:
+        return {v.rule for v in by_name(name).check(doc, RepairContext(path=path, model=model, host=host))}
+
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    chat = {
+        "messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": [], "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c9", "content": "a"},
+        ]
+    }
+    gemini = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "u"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}]},
+        ]
+    }
+    anthropic = {
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+        "messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}]},
+        ],
+    }
+    responses = {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
+    gemini_path = "models/gemini-3-pro-preview:generateContent"
+    return (
+        run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
+        | run("chat_completions", chat, "/chat/completions", "gemini-3-pro-preview", "api.githubcopilot.com")
+        | run("chat_completions", chat, "/v1beta/openai/chat/completions", "gemini-3-pro-preview")
+        | run("chat_completions", chat, "/api/v1/chat/completions", "google/gemini-3-pro-preview")
+        | run("gemini_native", gemini, f"/v1beta/{gemini_path}")
+        | run("gemini_native", gemini, f"/v1/projects/p/locations/global/publishers/google/{gemini_path}")
+        | run("anthropic_messages", anthropic, "/v1/messages")
+        | run("openai_responses", responses, "/v1/responses")
+    )
+
+
+def test_every_rule_a_format_check_names_has_a_diagnosis_rule():
+    in_source = _check_rule_ids_in_source()
+    assert in_source == _check_rule_ids_run()  # the crafted requests reach every rule the source names
+    assert sorted(in_source - RULES.keys()) == []
+
+
+def test_a_rule_id_keeps_one_kind_whichever_text_it_matches():
+    kinds: dict[str, set[str]] = {}
+    for rule in _RULE_TABLE:
+        kinds.setdefault(rule.rule, set()).add(rule.kind)
+    assert {rule: kind for rule, kind in kinds.items() if len(kind) > 1} == {}

@@ -9,9 +9,12 @@ import httpx
 import openai
 import pytest
 
+from tests.e2e_helpers import QUESTION as CHAT_QUESTION
 from tests.e2e_helpers import client, first_turn, history_as_sent, logged_events, second_turn
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.test_e2e_anthropic import TOOLS as ANTHROPIC_TOOLS
 from tests.test_e2e_gemini import QUESTION, GeminiClient, dropped, results_for, route
 
 pytestmark = pytest.mark.e2e
@@ -77,3 +80,83 @@ def test_a_refused_signature_is_dropped_from_the_cache(
     repairs = [e for e in events if e["kind"] == "repaired"]
     assert [a["kind"] for a in repairs[0]["actions"]] == ["restored"]
     assert [(a["kind"], a["degraded"]) for a in repairs[1]["actions"]] == [("placeholder", True)]
+
+
+def test_copilots_bare_invalid_request_body_is_located_by_the_requests_own_check(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    """Copilot's bare `invalid_request_body` names no place: the check of the request as sent does."""
+    turn = first_turn(client(fake.url, api_key), GEMINI, stream=False)  # the proxy never saw turn 1
+    call_id = turn["tool_calls"][0]["id"]
+    messages = history_as_sent(turn, drop=("reasoning_opaque", "reasoning_text"), content=None)
+    log = LogTail(proxy_state / "events.jsonl")
+    with pytest.raises(openai.BadRequestError, match="invalid request body"):
+        second_turn(client(proxy.url, api_key, bare="1"), GEMINI, messages, stream=False)
+
+    (event,) = log.wait_for("diagnosed", where=lambda e: call_id in e["tool_call_ids"])
+    assert event["rule"] == "copilot_invalid_request_body" and event["problem"] == "missing"
+    assert event["location"] == "messages[1]" and event["function"] == "list_directory"
+    assert event["findings"] == [
+        "messages[1]: current-turn function call without its thought signature (reasoning_opaque missing) "
+        f"(tool call {call_id})"
+    ]
+    assert event["cache_had"] is False and event["repaired"] is False
+    assert "never saw the answer that produced this tool call" in event["advice"]
+
+
+def test_with_repair_off_the_diagnosis_says_what_the_proxy_would_have_restored(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
+    """The README's capture recipe: with llm_repair=false the 400 is the client's fault only if the proxy could
+    not have fixed it."""
+    log = tmp_path / "events.jsonl"
+    with reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log=log, llm_repair="false") as proxy:
+        llm = client(proxy.url, api_key, bare="1")
+        turn = first_turn(llm, GEMINI, stream=True)  # captured by the proxy
+        call_id = turn["tool_calls"][0]["id"]
+        messages = history_as_sent(turn, drop=("reasoning_opaque", "reasoning_text"), content=None)
+        with pytest.raises(openai.BadRequestError, match="invalid request body"):
+            second_turn(llm, GEMINI, messages, stream=False)
+        proxy.wait_for_line("would repair (llm_repair=false)")
+        (event,) = LogTail(log, whole=True).wait_for("diagnosed", where=lambda e: call_id in e["tool_call_ids"])
+    assert event["rule"] == "copilot_invalid_request_body" and event["location"] == "messages[1]"
+    assert event["cache_had"] is True and event["repaired"] is False and event["healed"] == 0
+    advice = event["advice"]
+    assert advice.startswith("repair is off (llm_repair=false), and the proxy would have restored ")
+    assert "reasoning_opaque" in advice and advice.endswith("turn repair on (--set llm_repair=true)")
+    assert "start a new conversation" not in advice
+
+
+def test_anthropics_block_binding_names_the_message_its_tool_call_and_what_changed(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    """Claude Fable 5.1 binds a thinking block to the system prompt it was created under."""
+    body = {
+        "model": "claude-fable-5-1",
+        "max_tokens": 4096,
+        "system": "You are terse.",
+        "thinking": {"type": "adaptive"},
+        "tools": ANTHROPIC_TOOLS,
+        "messages": [CHAT_QUESTION],
+    }
+    headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01"}
+    first = httpx.post(f"{proxy.url}/v1/messages", json=body, headers=headers, timeout=30)
+    assert first.status_code == 200, first.text
+    use = first.json()["content"][-1]
+    result = {"type": "tool_result", "tool_use_id": use["id"], "content": "a.txt\nb.txt"}
+    assistant = {"role": "assistant", "content": first.json()["content"]}
+    history = [CHAT_QUESTION, assistant, {"role": "user", "content": [result]}]
+    log = LogTail(proxy_state / "events.jsonl")
+    second = httpx.post(
+        f"{proxy.url}/v1/messages",
+        json=body | {"system": "You are verbose.", "messages": history},
+        headers=headers,
+        timeout=30,
+    )
+    assert second.status_code == 400 and "bound to a different conversation" in second.text
+
+    (event,) = log.wait_for("diagnosed", where=lambda e: use["id"] in e["tool_call_ids"])
+    assert (event["rule"], event["problem"], event["cause"]) == ("anthropic_block_binding", "foreign", "system prompt")
+    assert event["location"] == "messages[1]" and event["tool_call_ids"] == [use["id"]]
+    assert event["function"] == "list_directory" and event["cache_had"] is True and event["repaired"] is False
+    assert event["advice"].startswith("the system prompt changed since the thinking block was issued")

@@ -8,14 +8,21 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.explain import advise, block_to_message, calls_at, locate
+from llm_reasoning_proxy.explain import (
+    FOREIGN_ADVICE,
+    advise,
+    block_to_message,
+    calls_at,
+    locate,
+    pick_finding,
+)
 from llm_reasoning_proxy.formats import RepairContext, by_name
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
+from tests.support.fake_chat import COPILOT_INVALID_BODY, DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
 
 CHAT = [
     {"role": "system", "content": "s"},
@@ -149,6 +156,238 @@ def test_a_400_to_a_request_the_proxy_did_not_touch_heals_nothing(tmp_path: Path
         assert flow.metadata["llm"]["diagnosis"]["healed"] == 0
 
 
+def test_advice_for_foreign_state_binding_and_repair_off() -> None:
+    foreign = classify(
+        400, json.dumps({"error": {"message": "reasoning `encrypted_content` was not issued to this caller"}})
+    )
+    assert advise(foreign, cache_had=None, repaired_here=False, healed=0, repair_on=True) == FOREIGN_ADVICE
+    assert "1 cache entry dropped" in advise(foreign, cache_had=True, repaired_here=True, healed=1, repair_on=True)
+    binding = (
+        "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different conversation."
+    )
+    unnamed = classify(400, json.dumps({"type": "error", "error": {"message": binding}}))
+    advice = advise(unnamed, cache_had=True, repaired_here=False, healed=0, repair_on=True)
+    assert advice.startswith("the system prompt, the tools or an earlier turn changed since the thinking block")
+    assert "drop_block" in advice
+    tail = " The `system` prompt differs from the one this block was created with."
+    named = classify(400, json.dumps({"type": "error", "error": {"message": binding + tail}}))
+    advice = advise(named, cache_had=True, repaired_here=False, healed=0, repair_on=True)
+    assert advice.startswith("the system prompt changed since the thinking block was issued")
+    # Repair off: never the client's fault when the proxy would have fixed it.
+    bare = classify(400, json.dumps(COPILOT_INVALID_BODY))
+    advice = advise(
+        bare,
+        cache_had=True,
+        repaired_here=False,
+        healed=0,
+        repair_on=False,
+        would_repair="restored reasoning_opaque on messages[1]",
+    )
+    assert advice == (
+        "repair is off (llm_repair=false), and the proxy would have restored reasoning_opaque on messages[1]: turn "
+        "repair on (--set llm_repair=true)"
+    )
+    unexplained = advise(bare, cache_had=None, repaired_here=False, healed=0, repair_on=False)
+    assert unexplained.startswith("Copilot does not say what it refused, and the request breaks none of the rules")
+    # A bare text whose cause the format's check found is advised as that cause.
+    missing = advise(bare, cache_had=False, repaired_here=False, healed=0, repair_on=True, kind="missing")
+    assert "never saw the answer" in missing
+    effort = classify(
+        400, '{"code":"invalid_reasoning_effort","message":"model claude-haiku-4.5 does not support reasoning effort"}'
+    )
+    assert "reasoning effort out" in advise(effort, cache_had=None, repaired_here=False, healed=0, repair_on=True)
+
+
+def test_the_placeholder_is_advised_only_where_it_applies(tmp_path: Path) -> None:
+    missing = classify(
+        400, json.dumps({"error": {"message": VERTEX_MISSING_SIGNATURE.format(name="ls", block=2), "status": "X_Y"}})
+    )
+    plain = advise(missing, cache_had=False, repaired_here=False, healed=0, repair_on=True)
+    assert "placeholder" not in plain
+    assert plain + "; with llm_signature_placeholder=auto the proxy lets it go on, degraded" == advise(
+        missing, cache_had=False, repaired_here=False, healed=0, repair_on=True, placeholder_applies=True
+    )
+    contents = [
+        {"role": "user", "parts": [{"text": "u"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {}}}]},
+    ]
+    path = "/v1/projects/p/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent"
+    error = {"error": {"code": 400, "message": VERTEX_MISSING_SIGNATURE.format(name="ls", block=2)}}
+    for placeholder, advised in (("off", True), ("auto", False)):
+        event, _ = explained(tmp_path, {"contents": contents}, error, path=path, llm_signature_placeholder=placeholder)
+        assert event["rule"] == "vertex_signature_missing" and event["cache_had"] is False
+        assert ("llm_signature_placeholder=auto" in event["advice"]) is advised, event["advice"]
+
+
+def test_a_finding_is_picked_by_rule_then_kind_and_field_then_missing_first() -> None:
+    content = Violation(rule="content_empty_array", location="messages[1]", message="m")
+    opaque = Violation(rule="vertex_signature_missing", location="messages[3]", message="m")
+    bare = classify(400, json.dumps(COPILOT_INVALID_BODY))
+    assert pick_finding([content, opaque], bare) is opaque
+    assert pick_finding([content], bare) is content
+    v4 = classify(
+        400,
+        json.dumps(
+            {"error": {"message": "The `reasoning_content` in the thinking mode must be passed back to the API."}}
+        ),
+    )
+    deepseek = Violation(rule="reasoning_content_missing", location="messages[4]", message="m")
+    assert pick_finding([content, deepseek], v4) is deepseek
+    assert pick_finding([content], v4) is None  # not what the error is about
+    thinking = classify(
+        400,
+        json.dumps(
+            {"error": {"message": "The `content[].thinking` in the thinking mode must be passed back to the API."}}
+        ),
+    )
+    expected = Violation(rule="anthropic_thinking_expected", location="messages[3].content[0]", message="m")
+    assert pick_finding([expected], thinking) is expected  # same kind and field
+
+
+GEMINI3 = "gemini-3-pro-preview"
+CALL = {"id": "call_MHxoeW9qWnVicVd6R0FkMFZ3UWw", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+COPILOT_HISTORY = {
+    "model": GEMINI3,
+    "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": None, "tool_calls": [CALL]},
+        {"role": "tool", "tool_call_id": CALL["id"], "content": "a"},
+    ],
+}
+OPAQUE = ReasoningRecord(
+    wire_format="chat_completions",
+    fields={"reasoning_opaque": "lgxMQq0m/J6cVjsa"},
+    response_id="r1",
+    tool_calls=[ToolCallRef(id=CALL["id"], name="ls", arguments="{}")],
+    request_model=GEMINI3,
+)
+
+
+def explained(
+    tmp_path: Path,
+    body: dict,
+    error: dict,
+    *,
+    path: str = "/chat/completions",
+    cached: list[ReasoningRecord] = (),
+    **options: str,
+) -> tuple[dict, http.HTTPFlow]:
+    """One request through the repair and explain hooks, answered with `error`: its diagnosed event, and the flow."""
+    config, repair, capture, explainer = make_addons()
+    log = tmp_path / "events.jsonl"
+    log.unlink(missing_ok=True)
+    with taddons.context(config, repair, capture, explainer) as tctx:
+        tctx.configure(config, llm_cache="memory", llm_log=str(log), **options)
+        request = tutils.treq(
+            method=b"POST",
+            path=path.encode(),
+            content=json.dumps(body).encode(),
+            headers=http.Headers(content_type="application/json", authorization="Bearer ghu_test"),
+        )
+        flow = tflow.tflow(req=request)
+        for record in cached:
+            config.store.put(str(request_scope(flow.request)), record.keys(), record)
+        repair.request(flow)
+        flow.response = tutils.tresp(
+            status_code=400, content=json.dumps(error).encode(), headers=http.Headers(content_type="application/json")
+        )
+        explainer.response(flow)
+    (event,) = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "diagnosed"]
+    return event, flow
+
+
+def test_copilots_bare_error_is_located_by_the_formats_check(tmp_path: Path) -> None:
+    event, flow = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY)
+    assert event["rule"] == "copilot_invalid_request_body" and event["problem"] == "missing"
+    assert event["location"] == "messages[1]" and event["tool_call_ids"] == [CALL["id"]]
+    assert event["function"] == "ls" and event["cache_had"] is False
+    assert event["findings"] == [
+        f"messages[1]: current-turn function call without its thought signature (reasoning_opaque missing) "
+        f"(tool call {CALL['id']})"
+    ]
+    assert "never saw the answer that produced this tool call" in event["advice"]
+    assert (
+        f"at messages[1] (tool call {CALL['id']}, function ls); as sent, the request breaks messages[1]: "
+        in flow.comment
+    )
+
+
+def test_copilots_bare_error_with_repair_off_says_what_the_proxy_would_have_restored(tmp_path: Path) -> None:
+    event, _ = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY, cached=[OPAQUE], llm_repair="false")
+    assert event["location"] == "messages[1]" and event["cache_had"] is True and event["repaired"] is False
+    assert event["advice"] == (
+        f"repair is off (llm_repair=false), and the proxy would have restored reasoning_opaque on messages[1] (tool "
+        f"call {CALL['id']}): turn repair on (--set llm_repair=true)"
+    )
+    assert event["healed"] == 0
+
+
+def test_repair_off_with_content_empty_array_names_the_fix_it_would_have_made(tmp_path: Path) -> None:
+    body = json.loads(json.dumps(COPILOT_HISTORY))
+    body["messages"][1]["content"] = []
+    body["messages"][1]["reasoning_opaque"] = "lgxMQq0m/J6cVjsa"
+    event, _ = explained(tmp_path, body, COPILOT_INVALID_BODY, llm_repair="false")
+    assert event["problem"] == "schema" and event["location"] == "messages[1]"
+    assert event["findings"][0].startswith("messages[1]: content is an empty array")
+    assert "the proxy would have content [] -> null on messages[1]" in event["advice"]
+
+
+def test_copilots_bare_error_after_a_repair_names_what_the_client_sent(tmp_path: Path) -> None:
+    event, _ = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY, cached=[OPAQUE], llm_keep_bodies="true")
+    assert event["repaired"] is True and event["healed"] == 1  # the value the proxy put back went with the refusal
+    assert event["findings"] == [
+        "the client's request, mended by the proxy, broke messages[1]: current-turn function call without its "
+        f"thought signature (reasoning_opaque missing) (tool call {CALL['id']})"
+    ]
+    # Without the copy kept for flow files, nothing is said about the client's own request.
+    event, _ = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY, cached=[OPAQUE], llm_keep_bodies="false")
+    assert event["findings"] == []
+
+
+def test_a_check_that_fails_costs_the_findings_not_the_diagnosis(tmp_path: Path, monkeypatch) -> None:
+    def broken(*_):
+        raise IndexError("a request no check foresaw")
+
+    monkeypatch.setattr(type(by_name("chat_completions")), "check", broken)
+    event, _ = explained(tmp_path, COPILOT_HISTORY, COPILOT_INVALID_BODY)
+    assert event["rule"] == "copilot_invalid_request_body" and event["findings"] == []
+    assert event.get("location") is None and event["advice"].startswith("Copilot does not say what it refused")
+
+
+def test_the_binding_error_names_the_message_its_tool_call_and_the_cause(tmp_path: Path) -> None:
+    body = {
+        "model": "claude-fable-5-1",
+        "thinking": {"type": "adaptive"},
+        "system": "You are terse.",
+        "messages": [
+            {"role": "user", "content": "u"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "EqQBCkgIBRABGAIiQ"},
+                    {"type": "tool_use", "id": "toolu_01A", "name": "ls", "input": {}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01A", "content": "a"}]},
+        ],
+    }
+    message = (
+        "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound to a different "
+        "conversation. The `system` prompt differs from the one this block was created with."
+    )
+    event, _ = explained(
+        tmp_path,
+        body,
+        {"type": "error", "error": {"type": "invalid_request_error", "message": message}},
+        path="/v1/messages",
+    )
+    assert (event["rule"], event["problem"], event["cause"]) == ("anthropic_block_binding", "foreign", "system prompt")
+    assert event["location"] == "messages[1]" and event["tool_call_ids"] == ["toolu_01A"] and event["function"] == "ls"
+    assert event["advice"].startswith("the system prompt changed since the thinking block was issued")
+    assert event["findings"] == []
+
+
 # --- static checks ----------------------------------------------------------------------------
 
 
@@ -180,6 +419,8 @@ def test_chat_checks() -> None:
     compat = chat.check({"messages": messages[:2]}, context("/v1beta/openai/chat/completions", "gemini-3-pro-preview"))
     assert [v.rule for v in compat] == ["content_empty_array", "gemini_signature_missing"]
     assert [v.rule for v in chat.check({"messages": messages[:2]}, context(model="gpt-5"))] == ["content_empty_array"]
+    no_call = [messages[0], {"role": "assistant", "tool_calls": [None]}]
+    assert chat.check({"messages": no_call}, context(model="gemini-3-pro-preview", host="api.githubcopilot.com")) == []
 
 
 def test_other_format_checks() -> None:

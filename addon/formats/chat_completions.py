@@ -543,7 +543,10 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
     rule = _signature_rule(context)
     for index in _current_turn(messages) if rule else []:
         message = messages[index]
-        first = _tool_calls(message)[0]
+        calls = _tool_calls(message)
+        if not calls:  # tool_calls holds no call object at all
+            continue
+        first = calls[0]
         present = (
             call_field(first, "extra_content") is not None
             if rule[1] == "extra_content"

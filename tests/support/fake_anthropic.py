@@ -21,7 +21,10 @@ refuses, with the API's texts:
 * a final assistant message holding `tool_use` blocks that does not start with
   a thinking block;
 * a final assistant message whose thinking blocks are not the ones issued with
-  its `tool_use` ids, in order.
+  its `tool_use` ids, in order;
+* for a `claude-fable-5…` model or with `x-fake-binding: 1` (see `Binding`): a
+  thinking block sent back under another system prompt, other tools or other
+  earlier messages than the request that produced it had.
 """
 
 from __future__ import annotations
@@ -54,6 +57,15 @@ MODIFIED = (
 # anthropics/claude-code issue #56708 (an API error quoted verbatim).
 INVALID_DATA = "messages.{index}.content.{block}: Invalid `data` in `redacted_thinking` block"
 FINAL_ANSWER = "The directory holds two files."
+# Block binding (platform.claude.com preserved-thinking docs), as anomalyco/opencode #48637 quotes it: the text, the
+# sentence said when the request lacks the beta header its remedy needs, and the one cause-naming tail quoted.
+BOUND_ELSEWHERE = (
+    "messages.{index}.content.{block}: Invalid `signature` in `thinking` block. The block is bound to a different "
+    'conversation. Remove the block, or set `thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+)
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+BINDING_NEEDS_BETA = f" That setting requires the `{BINDING_BETA}` value in the `anthropic-beta` header."
+SYSTEM_CHANGED = " The `system` prompt differs from the one this block was created with."
 
 
 def thinking_enabled(doc: dict) -> bool:
@@ -111,6 +123,57 @@ def _opaque(size: int) -> str:
     return "Eq" + base64.b64encode(os.urandom(size)).decode()
 
 
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+class Binding:
+    """Claude Fable 5.1 and later: a thinking signature is bound to the prefix it was created under (the top-level
+    `system`, the `tools`, every earlier message), and a block sent under another one is refused. Only the changed
+    system prompt is named in the error: it is the one cause-naming tail seen."""
+
+    def __init__(self) -> None:
+        self.prefixes: dict[str, tuple[str, str, list[str]]] = {}  # signature -> (system, tools, messages) as JSON
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def applies(doc: dict, recorded: Recorded) -> bool:
+        return str(doc.get("model", "")).startswith("claude-fable-5") or recorded.headers.get("x-fake-binding") == "1"
+
+    @staticmethod
+    def _prefix(doc: dict, messages: list[Any]) -> tuple[str, str, list[str]]:
+        return _canonical(doc.get("system")), _canonical(doc.get("tools")), [_canonical(m) for m in messages]
+
+    def check(self, doc: dict, recorded: Recorded) -> str | None:
+        messages = doc.get("messages")
+        if not self.applies(doc, recorded) or not isinstance(messages, list):
+            return None
+        for index, message in enumerate(messages):
+            for position, block in enumerate(_blocks(message)):
+                if not isinstance(block, dict) or block.get("type") != "thinking":
+                    continue
+                with self._lock:
+                    bound = self.prefixes.get(str(block.get("signature")))
+                prefix = self._prefix(doc, messages[:index])
+                if bound is None or bound == prefix:
+                    continue
+                text = BOUND_ELSEWHERE.format(index=index, block=position)
+                if BINDING_BETA not in recorded.headers.get("anthropic-beta", ""):
+                    text += BINDING_NEEDS_BETA
+                return text + (SYSTEM_CHANGED if bound[0] != prefix[0] else "")
+        return None
+
+    def bind(self, doc: dict, recorded: Recorded, message: dict) -> None:
+        """Binds the thinking blocks of an answer to the prefix of the request that produced it."""
+        if not self.applies(doc, recorded):
+            return
+        prefix = self._prefix(doc, list(doc.get("messages") or []))
+        with self._lock:
+            for block in message["content"]:
+                if block["type"] == "thinking":
+                    self.prefixes[block["signature"]] = prefix
+
+
 class AnthropicDialect:
     name = "anthropic"
 
@@ -119,16 +182,18 @@ class AnthropicDialect:
         self.signatures: dict[str, str] = {}  # signature -> the thinking text it was issued for
         self.redacted: set[str] = set()  # redacted_thinking data issued
         self.models: dict[str, str] = {}  # signature or redacted data -> the model it was issued for
+        self.binding = Binding()
         self._lock = threading.Lock()
 
     def matches(self, path: str) -> bool:
         return path.split("?")[0].rstrip("/").endswith("/v1/messages")
 
     def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply:
-        problem = self.validate(doc)
+        problem = self.validate(doc) or self.binding.check(doc, recorded)
         if problem is not None:
             return error(problem)
         message = self.answer(doc, options, recorded.headers.get("x-fake-redacted"))
+        self.binding.bind(doc, recorded, message)
         if doc.get("stream"):
             return Reply(200, events=stream_events(message, options))
         return Reply(200, message)

@@ -18,7 +18,9 @@ The dialect is chosen the way the real request would reach each service:
   OpenRouter's "Provider returned error" wrapper.
 * "gemini-*": GitHub Copilot serving Gemini. `reasoning_opaque` must come back
   on every assistant tool-call message of the current turn; `content: []` is
-  refused with `invalid_request_body`.
+  refused with `invalid_request_body`. With `x-fake-bare: 1` every refusal is
+  that bare body, as Copilot answered a missing `reasoning_opaque`
+  (zed-industries/zed #43024).
 * "deepseek-*": DeepSeek thinking mode. Every assistant tool-call message must
   carry `reasoning_content`.
 * anything else: a plain OpenAI-compatible host with no reasoning rules.
@@ -155,6 +157,8 @@ class ChatDialect:
         messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
         headers: dict[str, str] = {}
         error = getattr(self, f"_check_{dialect}", lambda *_: None)(messages, headers)
+        if error is not None and dialect == "copilot" and recorded.headers.get("x-fake-bare") == "1":
+            error = (400, COPILOT_INVALID_BODY)
         if error is not None:
             return Reply(error[0], error[1])
         whole, chunks = self.answer(doc, dialect, options)
