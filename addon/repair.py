@@ -19,6 +19,7 @@ from .limits import MAX_DECODED_BYTES
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import masked_logger, redact_url
+from .repair_log import RepairMemory, SortedRepairs
 from .scope import Scope, request_scope
 
 logger = masked_logger(__name__)
@@ -94,6 +95,8 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
 class RequestRepair:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
+        self.logged = RepairMemory()  # the repairs the event log has listed: later turns only count them
+        self._logged_to: object = None  # the log they were listed in
 
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.method != "POST" or flow.response is not None or not self.config.ready:
@@ -163,6 +166,7 @@ class RequestRepair:
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
+        logged = self._sort_for_log(str(scope), settings.repair, actions)
         self.config.events.write(
             Repaired(
                 flow_id=flow.id,
@@ -171,8 +175,18 @@ class RequestRepair:
                 wire_format=wire_format.name,
                 applied=settings.repair,
                 cache_hits=len(plan.cache.found),
-                actions=loggable_actions(actions, settings.log_opaque),
+                actions=loggable_actions(logged.new, settings.log_opaque),
+                again=logged.again,
+                again_by_kind=logged.again_by_kind,
+                total=logged.total,
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s", verb, redact_url(request.url), summary)
+        logger.info("llm %s %s: %s", verb, redact_url(request.url), logged.summary())
+
+    def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> SortedRepairs:
+        """The repairs new to the event log, and the count of those it listed on earlier turns."""
+        if self._logged_to is not self.config.events:  # a log opened afresh (llm_log changed) has listed nothing
+            self.logged.clear()
+            self._logged_to = self.config.events
+        return self.logged.sort(scope, applied, actions)
