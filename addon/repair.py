@@ -93,10 +93,12 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
 
 
 class RequestRepair:
+    # The repairs the event log has listed (later turns only count them), and the log they were listed in.
+    _logged: RepairMemory | None = None
+    _logged_to: object = None
+
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
-        self.logged = RepairMemory()  # the repairs the event log has listed: later turns only count them
-        self._logged_to: object = None  # the log they were listed in
 
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.method != "POST" or flow.response is not None or not self.config.ready:
@@ -186,7 +188,6 @@ class RequestRepair:
 
     def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> SortedRepairs:
         """The repairs new to the event log, and the count of those it listed on earlier turns."""
-        if self._logged_to is not self.config.events:  # a log opened afresh (llm_log changed) has listed nothing
-            self.logged.clear()
-            self._logged_to = self.config.events
-        return self.logged.sort(scope, applied, actions)
+        if self._logged is None or self._logged_to is not self.config.events:  # a log opened afresh lists anew
+            self._logged, self._logged_to = RepairMemory(), self.config.events
+        return self._logged.sort(scope, applied, actions)
