@@ -7,7 +7,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import formats, jsoncodec
+from . import formats, jsoncodec, repair_log
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .cache import ReasoningStore, StoreUnavailable
 from .decoding import Undecodable, message_body
@@ -19,7 +19,6 @@ from .limits import MAX_DECODED_BYTES
 from .proxy_config import ProxyConfig
 from .records import RepairAction, summarize_actions
 from .redact import masked_logger, redact_url
-from .repair_log import RepairMemory, SortedRepairs
 from .scope import Scope, request_scope
 
 logger = masked_logger(__name__)
@@ -94,7 +93,7 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
 
 class RequestRepair:
     # The repairs the event log has listed (later turns only count them), and the log they were listed in.
-    _logged: RepairMemory | None = None
+    _logged: repair_log.RepairMemory | None = None
     _logged_to: object = None
 
     def __init__(self, config: ProxyConfig) -> None:
@@ -186,8 +185,8 @@ class RequestRepair:
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s", verb, redact_url(request.url), logged.summary())
 
-    def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> SortedRepairs:
+    def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> repair_log.SortedRepairs:
         """The repairs new to the event log, and the count of those it listed on earlier turns."""
         if self._logged is None or self._logged_to is not self.config.events:  # a log opened afresh lists anew
-            self._logged, self._logged_to = RepairMemory(), self.config.events
+            self._logged, self._logged_to = repair_log.RepairMemory(), self.config.events
         return self._logged.sort(scope, applied, actions)
