@@ -76,10 +76,16 @@ class Captured(FlowEvent):
 
 
 class Repaired(FlowEvent):
+    """What was changed in one request. A client that drops state drops it on every turn, so each turn needs the
+    earlier turns' repairs again: those this process logged before are only counted (`repair_log.RepairMemory`)."""
+
     kind: Literal["repaired"] = "repaired"
     applied: bool  # False when llm_repair=false: what would have been done
     cache_hits: int
-    actions: list[RepairAction]
+    actions: list[RepairAction]  # the repairs made for the first time in this conversation, in full
+    again: int = 0  # repairs made again, as on an earlier turn: counted, not listed
+    again_by_kind: dict[str, int] = {}
+    total: int  # every repair made to the request: len(actions) + again
 
 
 class Diagnosed(FlowEvent):

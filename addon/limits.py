@@ -27,6 +27,10 @@ MAX_LOGGED_TEXT_CHARS = 4096
 # answer is read to its end but nothing more is kept, and it is not cached.
 MAX_ANSWER_BYTES = 16 * MiB
 MAX_TOOL_CALLS = 256
+# Repairs each proxy process remembers having logged (a 64-bit hash each, least recently seen dropped first), so
+# that a `repaired` event lists a repair once per conversation and only counts it on later turns. About 8 MB when
+# full; past it, the repairs of the longest-idle conversations are listed in full once more if they come back.
+MAX_REMEMBERED_REPAIRS = 65536
 
 
 def utf8_size(text: str) -> int:

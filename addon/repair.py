@@ -7,7 +7,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import formats, jsoncodec
+from . import formats, jsoncodec, repair_log
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .cache import ReasoningStore, StoreUnavailable
 from .decoding import Undecodable, message_body
@@ -113,6 +113,10 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
 
 
 class RequestRepair:
+    # The repairs the event log has listed (later turns only count them), and the log they were listed in.
+    _logged: repair_log.RepairMemory | None = None
+    _logged_to: object = None
+
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self._rotating_noted: set[tuple[str, str]] = set()
@@ -216,6 +220,7 @@ class RequestRepair:
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
+        logged = self._sort_for_log(str(scope), settings.repair, actions)
         self.config.events.write(
             Repaired(
                 flow_id=flow.id,
@@ -224,8 +229,17 @@ class RequestRepair:
                 wire_format=wire_format.name,
                 applied=settings.repair,
                 cache_hits=len(plan.cache.found),
-                actions=loggable_actions(actions, settings.log_opaque),
+                actions=loggable_actions(logged.new, settings.log_opaque),
+                again=logged.again,
+                again_by_kind=logged.again_by_kind,
+                total=logged.total,
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s", verb, redact_url(request.url), summary)
+        logger.info("llm %s %s: %s", verb, redact_url(request.url), logged.summary())
+
+    def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> repair_log.SortedRepairs:
+        """The repairs new to the event log, and the count of those it listed on earlier turns."""
+        if self._logged is None or self._logged_to is not self.config.events:  # a log opened afresh lists anew
+            self._logged, self._logged_to = repair_log.RepairMemory(), self.config.events
+        return self._logged.sort(scope, applied, actions)

@@ -40,6 +40,7 @@ from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
 from llm_reasoning_proxy.redact import redact_json_text  # noqa: E402
 from llm_reasoning_proxy.repair import plan_repair  # noqa: E402
+from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
 from llm_reasoning_proxy.response_tap import ResponseTap  # noqa: E402
 from llm_reasoning_proxy.scope import credential_fingerprint  # noqa: E402
 from mitmproxy import http  # noqa: E402
@@ -363,18 +364,33 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     def plan() -> None:
         plans.append(plan_repair(wire_format, request, next(docs), MODEL, store, "auto"))
 
+    memory = RepairMemory()
+
     def log_line() -> None:
-        summarize_actions(actions)
+        summarize_actions(actions)  # the flow comment
+        # From the second call on, every repair is one the log listed before, as on each later turn of a session
+        # whose client drops state every turn: the event lists none of them, it counts them.
+        logged = memory.sort("127.0.0.1 cred:bench", True, actions)
         event = Repaired(
-            flow_id="f", host="h", url="u", wire_format=wire_format.name, applied=True, cache_hits=1, actions=actions
+            flow_id="f",
+            host="h",
+            url="u",
+            wire_format=wire_format.name,
+            applied=True,
+            cache_hits=1,
+            actions=loggable_actions(logged.new, include_opaque=False),
+            again=logged.again,
+            again_by_kind=logged.again_by_kind,
+            total=logged.total,
         )
         redact_json_text(fit_line(event))
+        logged.summary()  # the line in mitmdump's output
 
     # As the proxy does it: a body it may write back is read exactly (msgspec), and the log line is masked.
     stages: dict[str, Callable[[], object]] = {"  c parse (exact)": lambda: jsoncodec.loads_exact(body)}
     stages["  c lookups and repairs"] = plan
     plan()
-    actions = loggable_actions(plans[0].actions, include_opaque=False)
+    actions = plans[0].actions
     repaired = jsoncodec.loads_exact(body)
     plan_repair(wire_format, request, repaired, MODEL, store, "auto")
     stages["  c serialise (exact)"] = lambda: jsoncodec.dumps_request(repaired)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import openai
 import pytest
 
 from tests.e2e_helpers import client, first_turn, history_as_sent, second_turn
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
 
@@ -96,6 +99,48 @@ def test_value_the_client_sent_is_never_overwritten(fake: FakeProvider, proxy: M
     with pytest.raises(openai.BadRequestError, match="Thought signature is not valid"):
         second_turn(proxied, model, messages, stream=False)
     assert fake.last().doc["messages"][1]["reasoning_opaque"] == "client-chosen-value"
+
+
+def test_each_repair_is_logged_once_per_conversation_then_counted(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    """A Zed-style session of 4 turns: from turn 3 on, each turn needs the earlier turns' repairs again, and its
+    `repaired` event lists only the newest message's, counting the others."""
+    model = "gemini-3-pro-preview"
+    log = LogTail(proxy_state / "events.jsonl")
+    since = len(proxy.lines)
+    proxied = client(proxy.url, api_key, steps="4")
+    messages: list[dict] = [{"role": "user", "content": "Walk the tree."}]
+    ids: list[str] = []
+    for turn in range(1, 5):
+        reply = proxied.chat.completions.create(model=model, messages=messages, tools=[]).choices[0].message
+        assert reply.tool_calls, f"turn {turn} should call a tool"
+        ids.append(reply.tool_calls[0].id)
+        messages.append({"role": "assistant", "content": [], "tool_calls": [c.model_dump() for c in reply.tool_calls]})
+        messages += [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in reply.tool_calls]
+
+    def ours(event: dict) -> bool:
+        return any(action.get("tool_call_id") in ids for action in event["actions"])
+
+    repaired = log.wait_for("repaired", 3, where=ours)
+    assert len(repaired) == 3  # turns 2, 3 and 4
+    for turn, event in enumerate(repaired, start=2):
+        newest = f"messages[{2 * turn - 3}]"
+        assert [(a["kind"], a["location"], a.get("tool_call_id")) for a in event["actions"]] == [
+            ("content_null", newest, None),
+            ("restored", newest, ids[turn - 2]),
+        ]
+        assert sorted(event["actions"][1]["fields"]) == ["reasoning_opaque", "reasoning_text"]
+        earlier = turn - 2
+        assert event["again"] == 2 * earlier and event["total"] == 2 * (turn - 1)
+        assert event["again_by_kind"] == ({"content_null": earlier, "restored": earlier} if earlier else {})
+    line = proxy.wait_for_line(f"(tool call {ids[2]}); 4 earlier repairs again", since=since)
+    assert "llm repaired " in line and "content [] -> null on messages[5]; restored reasoning_" in line
+    # Every turn was repaired in full all the same: the provider has each opaque back, on every message.
+    sent = fake.last().doc["messages"]
+    assert [m["reasoning_opaque"] for m in sent if m.get("tool_calls")] == [
+        fake.issued[i]["reasoning_opaque"] for i in ids[:3]
+    ]
 
 
 def test_multi_step_tool_loop(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:

@@ -74,6 +74,41 @@ def test_request_is_repaired_marked_and_annotated(addons) -> None:
     assert '"kind":"repaired"' in log.read_text()
 
 
+def test_a_turn_that_needs_the_same_repairs_again_logs_them_as_counts(addons, caplog) -> None:
+    """Turn 3 of a client that drops state needs turn 2's repairs again: its event and its line only count them."""
+    config, repair, _, log = addons
+    store_turn(config, chat_flow(TURN_TWO))
+    with caplog.at_level(logging.INFO):
+        repair.request(chat_flow(TURN_TWO))
+        flow = chat_flow(TURN_TWO)  # the same history again (turn 3 without its own newest message)
+        repair.request(flow)
+    assert flow.request.json()["messages"][1]["reasoning_opaque"] == "OPAQUE"  # repaired all the same
+    assert flow.comment.startswith("llm repaired: content [] -> null on messages[1]; restored reasoning_opaque")
+    first, again = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
+    assert [a["kind"] for a in first["actions"]] == ["content_null", "restored"]
+    assert (first["again"], first["again_by_kind"], first["total"]) == (0, {}, 2)
+    assert again["actions"] == [] and again["applied"] is True
+    assert (again["again"], again["again_by_kind"], again["total"]) == (2, {"content_null": 1, "restored": 1}, 2)
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("llm repaired")]
+    assert lines[0].endswith(
+        ": content [] -> null on messages[1]; restored reasoning_opaque on messages[1] (tool call call_1)"
+    )
+    assert lines[1].endswith("/v1/chat/completions: 2 earlier repairs again")
+
+
+def test_with_repair_off_the_events_say_what_would_be_done_once_too(addons) -> None:
+    config, repair, _, log = addons
+    config.settings = config.settings.model_copy(update={"repair": False})  # as --set llm_repair=false
+    store_turn(config, chat_flow(TURN_TWO))
+    for _ in range(2):
+        flow = chat_flow(TURN_TWO)
+        repair.request(flow)
+        assert flow.request.json()["messages"][1]["content"] == []  # only observed
+    first, again = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
+    assert first["applied"] is False and len(first["actions"]) == 2 and first["again"] == 0
+    assert again["applied"] is False and again["actions"] == [] and again["again"] == 2 and again["total"] == 2
+
+
 def test_other_credential_is_another_scope(addons) -> None:
     config, repair, _, _ = addons
     store_turn(config, chat_flow(TURN_TWO))
