@@ -112,7 +112,8 @@ def test_a_copilot_token_refreshed_in_the_middle_of_a_tool_loop_keeps_the_loop_r
     sent = sent_with(fake, third).doc["messages"]
     opaques = [m.get("reasoning_opaque") for m in sent if m.get("tool_calls")]
     assert opaques == [fake.issued[one[0]]["reasoning_opaque"], fake.issued[two[0]]["reasoning_opaque"]]
-    repaired_calls(log, one + two)
+    (repaired,) = repaired_calls(log, two)
+    assert repaired["again_by_kind"].get("restored") == 1  # step 1's value, listed when it was first restored
 
     # Tokens of other accounts sending the same history get nothing: the provider's own 400.
     for name, other in OTHER_ACCOUNTS.items():
