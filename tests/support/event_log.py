@@ -52,12 +52,15 @@ class LogTail:
         *,
         where: Callable[[dict[str, Any]], Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """The events of one kind (and for which `where` holds, if given), once there are at least `count` of them."""
+        """The events of one kind (and for which `where` holds, if given), once there are at least `count` of them;
+        fewer when the time is up fails the test (a wait that returned short could let an assertion pass)."""
 
         def matching(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [e for e in of_kind(events, kind) if where is None or where(e)]
 
-        return matching(self.wait(lambda e: len(matching(e)) >= count, timeout))
+        found = matching(self.wait(lambda e: len(matching(e)) >= count, timeout))
+        assert len(found) >= count, f"{len(found)} of {count} {kind!r} event(s) after {timeout:g} s in {self.path}"
+        return found
 
 
 def of_kind(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
