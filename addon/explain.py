@@ -12,6 +12,7 @@ from are dropped, so one bad value does not break every later turn.
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
@@ -27,6 +28,7 @@ from .failopen import fail_open
 from .formats import CacheView, RepairContext
 from .formats.base import call_lookup_keys, usable_keys
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
 from .records import RepairAction, Violation, display_call_id, summarize_actions
 from .redact import masked_logger, redact_url
@@ -251,6 +253,11 @@ def pick_finding(findings: list[Violation], diagnosis: Diagnosis) -> Violation |
     return None
 
 
+def _at_index(note: str, index: int) -> bool:
+    """Whether a note on a foreign value that had to stay (RepairPlan.foreign_kept) is about items[index]."""
+    return re.search(rf"\b(?:{'|'.join(set(_TOP_LEVEL.values()))})\[{index}\]", note) is not None
+
+
 class ErrorExplainer:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
@@ -306,6 +313,8 @@ class ErrorExplainer:
             would_repair=summarize_actions(unapplied) if unapplied else "",
             kind=kind,
         )
+        if kind in REFUSED_VALUE or kind == "foreign":
+            advice = self._foreign_here(meta, plan, diagnosis, flow, doc, index) or advice
         location = f"{_TOP_LEVEL.get(wire_format, 'items')}[{index}]" if index is not None else None
         call_ids = [display_call_id(c[0]) for c in calls if c[0]]
         function = diagnosis.function or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None)
@@ -368,10 +377,7 @@ class ErrorExplainer:
         repaired it, the ones the client's request broke that the repair mended (only from the copy kept for flow
         files, `original_request`: none is made for this)."""
         wire_format = formats.by_name(meta["format"])
-        host = flow.request.pretty_host.lower()
-        if "copilot" in (diagnosis.provider, diagnosis.wrapped_by) and "githubcopilot" not in host:
-            host = COPILOT_HOST
-        context = RepairContext(path=flow.request.path, model=meta.get("request_model"), host=host)
+        context = self._context(flow, meta, diagnosis)
         original = meta.get("original_request") if meta.get("repaired") is True else None
         try:
             found = wire_format.check(doc, context)
@@ -382,6 +388,40 @@ class ErrorExplainer:
             return [], []
         sent = {(v.rule, v.location) for v in found}
         return found, [v for v in client if (v.rule, v.location) not in sent]
+
+    def _foreign_here(
+        self,
+        meta: dict[str, Any],
+        plan: RepairPlan | None,
+        diagnosis: Diagnosis,
+        flow: http.HTTPFlow,
+        doc: Any,
+        index: int | None,
+    ) -> str | None:
+        """What the proxy knows of a refused value at the place the error names: that it saw it issued for another
+        model, host or account (removal off, or the value had to stay), and what to do."""
+        store = self.config.store
+        if store is None or doc is None or index is None:
+            return None
+        kept = [note for note in (plan.foreign_kept if plan is not None else []) if _at_index(note, index)]
+        if kept:
+            return kept[0]
+        if self.config.settings is None or self.config.settings.remove_foreign:
+            return None
+        origin = Origin(meta["scope"], meta.get("request_model"))
+        try:
+            removable, _ = formats.by_name(meta["format"]).remove_foreign(
+                copy.deepcopy(doc), foreign_lookup(store, origin), self._context(flow, meta, diagnosis)
+            )
+        except StoreUnavailable:
+            return None
+        here = [action for action in removable if action.index == index]
+        if not here:
+            return None
+        return (
+            f"the proxy saw the {', '.join(here[0].fields)} there {here[0].reason}; with llm_remove_foreign=true "
+            "(the default) it removes such values"
+        )
 
     def _cache_had(
         self, meta: dict[str, Any], calls: list[tuple[str | None, str | None, Any]], diagnosis: Diagnosis

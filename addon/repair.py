@@ -201,6 +201,8 @@ class RequestRepair:
             report_skip(flow, note, self.config.events)
         actions = plan.actions
         if not actions:
+            if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
+                self.config.remember_plan(flow.id, plan)
             return
         summary = summarize_actions(actions)
         keep = self.config.keep_bodies()

@@ -127,6 +127,7 @@ def keeping_proxy(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.Te
         llm_log=str(state / "events.jsonl"),
         llm_remove_foreign="false",
     ) as process:
+        process.state = state  # type: ignore[attr-defined]
         yield process
 
 
@@ -134,11 +135,44 @@ def test_with_removal_off_the_provider_refuses(
     fake: FakeProvider, keeping_proxy: MitmdumpProcess, api_key: str
 ) -> None:
     with model_named(anthropic, CLAUDE_X):
-        history, _ = anthropic_history(keeping_proxy.url, api_key)
+        history, call_id = anthropic_history(keeping_proxy.url, api_key)
     body = anthropic_body(history, CLAUDE_Y)
     through = anthropic.post(keeping_proxy.url, api_key, body)
     assert anthropic.error_message(through) == "messages.1.content.0: Invalid `signature` in `thinking` block"
     assert fake.last("/v1/messages").body == body
+    # The diagnosis knows where the refused block came from, and what would have removed it.
+    (diagnosed,) = LogTail(keeping_proxy.state / "events.jsonl", whole=True).wait_for(
+        "diagnosed", where=lambda e: e["location"] == "messages[1]" and call_id in e["tool_call_ids"]
+    )
+    assert diagnosed["advice"] == (
+        f"the proxy saw the thinking there issued for model {CLAUDE_X}, not {CLAUDE_Y}; with "
+        "llm_remove_foreign=true (the default) it removes such values"
+    )
+
+
+def test_a_switch_inside_a_tool_loop_is_explained(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+) -> None:
+    """The current tool loop's last assistant message must start with its thinking: a block another model signed
+    there cannot go, so the provider refuses it, and the diagnosis says why and what to do."""
+    with model_named(anthropic, CLAUDE_X):
+        first = anthropic.reply(
+            anthropic.post(proxy.url, api_key, anthropic.request([anthropic.QUESTION], stream=False)), stream=False
+        )
+    call_id = anthropic.tool_ids(first)[0]
+    messages = [anthropic.QUESTION, {"role": "assistant", "content": first["content"]}, anthropic.results(first)]
+    body = anthropic_body(messages, CLAUDE_Y)
+    through = anthropic.post(proxy.url, api_key, body)
+    assert anthropic.error_message(through) == "messages.1.content.0: Invalid `signature` in `thinking` block"
+    assert fake.last("/v1/messages").body == body
+
+    (diagnosed,) = LogTail(proxy_state / "events.jsonl", whole=True).wait_for(
+        "diagnosed", where=lambda e: call_id in e["tool_call_ids"]
+    )
+    assert diagnosed["advice"].startswith(
+        f"thinking block at messages[1].content[0] issued for model {CLAUDE_X}, not {CLAUDE_Y}; left in place"
+    )
+    assert "finish the loop on that model" in diagnosed["advice"]
 
 
 # --- Responses ----------------------------------------------------------------------------------------------
