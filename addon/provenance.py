@@ -38,23 +38,36 @@ def value_digest(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where a value was issued: the scope (`host:port|account`) and the model the request named."""
+    """Where a value was issued: the scope (`host:port|account`) and the model the request named.
+
+    `rotating`: the scope's credential rotates and names no account the proxy can read (a Google OAuth access
+    token, a JWT; `scope.Identity.rotating`): its scope ends with the token, the account does not, so an account
+    that differs from or to such a scope is not known to be another account."""
 
     scope: str
     model: str | None
+    rotating: bool = False
 
     def encode(self) -> str:
-        return jsoncodec.dumps([self.scope, self.model]).decode()
+        return jsoncodec.dumps([self.scope, self.model, *([True] if self.rotating else [])]).decode()
 
     @classmethod
     def decode(cls, text: str | bytes) -> Origin | None:
         try:
-            scope, model = jsoncodec.loads(text)
+            scope, model, *rest = jsoncodec.loads(text)
         except (ValueError, TypeError):
             return None
-        if not isinstance(scope, str) or not (model is None or isinstance(model, str)):
+        if not isinstance(scope, str) or not (model is None or isinstance(model, str)) or rest not in ([], [True]):
             return None
-        return cls(scope, model)
+        return cls(scope, model, bool(rest))
+
+    def may_be(self, request: Origin) -> bool:
+        """Whether a value issued here may belong in `request`: same host and model, and an account not known to
+        differ."""
+        host, _, account = self.scope.partition("|")
+        request_host, _, request_account = request.scope.partition("|")
+        same_account = account == request_account or self.rotating or request.rotating
+        return host == request_host and self.model == request.model and same_account
 
     def foreign_to(self, request: Origin) -> str:
         """Why a value issued here does not belong in `request`, for a person."""
@@ -62,7 +75,7 @@ class Origin:
         request_host, _, request_account = request.scope.partition("|")
         if host != request_host:
             return f"issued by {host}, not {request_host}"
-        if account != request_account:
+        if account != request_account and not (self.rotating or request.rotating):
             return "issued to another account"
         model = f"model {self.model}" if self.model is not None else "a request that named no model"
         return f"issued for {model}, not {request.model}"
@@ -102,7 +115,7 @@ def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
             if not origins or mine in origins:
                 continue
             decoded = [origin for origin in map(Origin.decode, sorted(origins)) if origin is not None]
-            if decoded:
+            if decoded and not any(origin.may_be(request) for origin in decoded):
                 why[value] = decoded[0].foreign_to(request)
         return why
 
