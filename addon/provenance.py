@@ -25,6 +25,11 @@ from .cache import ReasoningStore
 from .records import ReasoningRecord
 
 _DOMAIN = b"llm-reasoning-proxy/issued-value/v1\0"
+# Most values of one answer whose origin is kept. Origins are bounded in count like records, but a record is one
+# answer and an answer (from any host a client sends a request to) can hold thousands of signed values: without a
+# bound one answer would evict the origins of every other account. A real answer holds a few; values past the
+# bound are not known, so never removed.
+MAX_ISSUED_PER_ANSWER = 256
 
 # What a wire format's removal asks: for each value, why it is foreign to the request (absent: it is not, or
 # nothing is known about it).
@@ -94,11 +99,12 @@ def _signed_strings(value: Any, keys: frozenset[str]) -> Iterator[str]:
 
 
 def issued_values(record: ReasoningRecord, signed_fields: frozenset[str]) -> list[str]:
-    """The signed or encrypted values an answer carried: on the turn and on each of its tool calls."""
+    """The signed or encrypted values an answer carried: on the turn and on each of its tool calls (the first
+    MAX_ISSUED_PER_ANSWER)."""
     values = list(_signed_strings(record.fields, signed_fields))
     for call in record.tool_calls:
         values += _signed_strings(call.fields, signed_fields)
-    return list(dict.fromkeys(values))
+    return list(dict.fromkeys(values))[:MAX_ISSUED_PER_ANSWER]
 
 
 def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
