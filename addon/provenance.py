@@ -15,6 +15,7 @@ everywhere and is not foreign anywhere.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -30,6 +31,13 @@ _DOMAIN = b"llm-reasoning-proxy/issued-value/v1\0"
 # bound one answer would evict the origins of every other account. A real answer holds a few; values past the
 # bound are not known, so never removed.
 MAX_ISSUED_PER_ANSWER = 256
+# Values no provider issues and any client may send: Google's documented dummy thought signatures (PROTOCOLS.md
+# section 4(c)), literal and base64. One that came back in some answer says nothing of where another caller's
+# came from.
+_DUMMY_SIGNATURES = ("skip_thought_signature_validator", "context_engineering_is_the_way_to_go")
+NEVER_ISSUED = frozenset(
+    {*_DUMMY_SIGNATURES, *(base64.b64encode(dummy.encode()).decode() for dummy in _DUMMY_SIGNATURES)}
+)
 
 # What a wire format's removal asks: for each value, why it is foreign to the request (absent: it is not, or
 # nothing is known about it).
@@ -104,7 +112,7 @@ def issued_values(record: ReasoningRecord, signed_fields: frozenset[str]) -> lis
     values = list(_signed_strings(record.fields, signed_fields))
     for call in record.tool_calls:
         values += _signed_strings(call.fields, signed_fields)
-    return list(dict.fromkeys(values))[:MAX_ISSUED_PER_ANSWER]
+    return [value for value in dict.fromkeys(values) if value not in NEVER_ISSUED][:MAX_ISSUED_PER_ANSWER]
 
 
 def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
@@ -113,7 +121,7 @@ def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
     mine = request.encode()
 
     def foreign(values: list[str]) -> dict[str, str]:
-        digests = {value: value_digest(value) for value in dict.fromkeys(values)}
+        digests = {value: value_digest(value) for value in dict.fromkeys(values) if value not in NEVER_ISSUED}
         known = store.get_origins(list(dict.fromkeys(digests.values())))
         why = {}
         for value, digest in digests.items():

@@ -171,3 +171,36 @@ def test_request_scope_helper_is_the_capture_scope(addons) -> None:
     flow = vertex_flow("sk-a-key", {"contents": [{"role": "user", "parts": [{"text": "q"}]}]})
     repair.request(flow)
     assert flow.metadata["llm"]["scope"] == str(request_scope(flow.request))
+
+
+# --- values nobody issues ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dummy", ["skip_thought_signature_validator", "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="]
+)
+def test_googles_dummy_signature_is_never_foreign(addons, dummy: str) -> None:
+    """Google documents dummy thought signatures that clients put on calls another model made (pipecat, LiteLLM,
+    CLIProxyAPI, this proxy). Any answer that carries one (a translating gateway's, or one a client of a shared
+    proxy gets from a host of its own) filed it under that answer's origin, and from then on every other
+    caller's dummy was 'issued elsewhere' and removed: with llm_signature_placeholder=off the current call is left
+    with no signature, which Gemini 3 refuses."""
+    config, repair, _ = addons
+    from llm_reasoning_proxy import formats
+
+    record = ReasoningRecord(
+        wire_format="gemini_native", tool_calls=[ToolCallRef(name="ls", fields={"thoughtSignature": dummy})]
+    )
+    remember_issuer(
+        config.store, {"scope": "evil.example:443|x", "request_model": "m"}, record, formats.by_name("gemini_native")
+    )
+    contents = [
+        {"role": "user", "parts": [{"text": "list the files"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}, "thoughtSignature": dummy}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"result": "a.txt"}}}]},
+    ]
+    config.settings = config.settings.model_copy(update={"signature_placeholder": "off"})
+    flow = vertex_flow("sk-a-key", {"contents": contents})
+    sent = flow.request.raw_content
+    repair.request(flow)
+    assert flow.request.raw_content == sent, flow.comment
