@@ -28,7 +28,7 @@ from .records import ReasoningRecord, RepairAction, Violation, display_call_id
 from .redact import redact_json, redact_text, redact_url
 from .repair import INSERTING, UnreadableBody, claim_request, plan_repair
 from .response_tap import read_recorded
-from .scope import request_scope
+from .scope import caller_identity, request_scope
 
 
 @dataclass
@@ -135,6 +135,7 @@ def _check_exchange(
     store: MemoryStore,
     placeholder: str,
 ) -> None:
+    rotating = caller_identity(flow.request).rotating is not None
     try:
         doc = jsoncodec.loads(body)
     except ValueError as e:
@@ -145,7 +146,9 @@ def _check_exchange(
         context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
         check.violations = wire_format.check(doc, context)
         repaired = copy.deepcopy(doc)
-        plan = plan_repair(wire_format, flow.request, repaired, check.model, store, placeholder, remove_foreign=True)
+        plan = plan_repair(
+            wire_format, flow.request, repaired, check.model, store, placeholder, remove_foreign=True, rotating=rotating
+        )
         check.actions = plan.actions
         check.remaining = wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
@@ -156,9 +159,10 @@ def _check_exchange(
         check.diagnosis = classify(check.status, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         return
     scope = str(request_scope(flow.request))
+    meta = {"scope": scope, "request_model": check.model, "rotating": rotating}
     for record in _records(wire_format.reader(), flow.response):
         record = record.model_copy(update={"request_model": check.model})
-        remember_issuer(store, {"scope": scope, "request_model": check.model}, record, wire_format)
+        remember_issuer(store, meta, record, wire_format)
         if record.keys():
             store.put(scope, record.keys(), record)
         check.calls += [

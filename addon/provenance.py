@@ -15,6 +15,7 @@ everywhere and is not foreign anywhere.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,18 @@ from .cache import ReasoningStore
 from .records import ReasoningRecord
 
 _DOMAIN = b"llm-reasoning-proxy/issued-value/v1\0"
+# Most values of one answer whose origin is kept. Origins are bounded in count like records, but a record is one
+# answer and an answer (from any host a client sends a request to) can hold thousands of signed values: without a
+# bound one answer would evict the origins of every other account. A real answer holds a few; values past the
+# bound are not known, so never removed.
+MAX_ISSUED_PER_ANSWER = 256
+# Values no provider issues and any client may send: Google's documented dummy thought signatures (PROTOCOLS.md
+# section 4(c)), literal and base64. One that came back in some answer says nothing of where another caller's
+# came from.
+_DUMMY_SIGNATURES = ("skip_thought_signature_validator", "context_engineering_is_the_way_to_go")
+NEVER_ISSUED = frozenset(
+    {*_DUMMY_SIGNATURES, *(base64.b64encode(dummy.encode()).decode() for dummy in _DUMMY_SIGNATURES)}
+)
 
 # What a wire format's removal asks: for each value, why it is foreign to the request (absent: it is not, or
 # nothing is known about it).
@@ -38,23 +51,36 @@ def value_digest(value: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Origin:
-    """Where a value was issued: the scope (`host:port|account`) and the model the request named."""
+    """Where a value was issued: the scope (`host:port|account`) and the model the request named.
+
+    `rotating`: the scope's credential rotates and names no account the proxy can read (a Google OAuth access
+    token, a JWT; `scope.Identity.rotating`): its scope ends with the token, the account does not, so an account
+    that differs from or to such a scope is not known to be another account."""
 
     scope: str
     model: str | None
+    rotating: bool = False
 
     def encode(self) -> str:
-        return jsoncodec.dumps([self.scope, self.model]).decode()
+        return jsoncodec.dumps([self.scope, self.model, *([True] if self.rotating else [])]).decode()
 
     @classmethod
     def decode(cls, text: str | bytes) -> Origin | None:
         try:
-            scope, model = jsoncodec.loads(text)
+            scope, model, *rest = jsoncodec.loads(text)
         except (ValueError, TypeError):
             return None
-        if not isinstance(scope, str) or not (model is None or isinstance(model, str)):
+        if not isinstance(scope, str) or not (model is None or isinstance(model, str)) or rest not in ([], [True]):
             return None
-        return cls(scope, model)
+        return cls(scope, model, bool(rest))
+
+    def may_be(self, request: Origin) -> bool:
+        """Whether a value issued here may belong in `request`: same host and model, and an account not known to
+        differ."""
+        host, _, account = self.scope.partition("|")
+        request_host, _, request_account = request.scope.partition("|")
+        same_account = account == request_account or self.rotating or request.rotating
+        return host == request_host and self.model == request.model and same_account
 
     def foreign_to(self, request: Origin) -> str:
         """Why a value issued here does not belong in `request`, for a person."""
@@ -62,7 +88,7 @@ class Origin:
         request_host, _, request_account = request.scope.partition("|")
         if host != request_host:
             return f"issued by {host}, not {request_host}"
-        if account != request_account:
+        if account != request_account and not (self.rotating or request.rotating):
             return "issued to another account"
         model = f"model {self.model}" if self.model is not None else "a request that named no model"
         return f"issued for {model}, not {request.model}"
@@ -81,11 +107,12 @@ def _signed_strings(value: Any, keys: frozenset[str]) -> Iterator[str]:
 
 
 def issued_values(record: ReasoningRecord, signed_fields: frozenset[str]) -> list[str]:
-    """The signed or encrypted values an answer carried: on the turn and on each of its tool calls."""
+    """The signed or encrypted values an answer carried: on the turn and on each of its tool calls (the first
+    MAX_ISSUED_PER_ANSWER)."""
     values = list(_signed_strings(record.fields, signed_fields))
     for call in record.tool_calls:
         values += _signed_strings(call.fields, signed_fields)
-    return list(dict.fromkeys(values))
+    return [value for value in dict.fromkeys(values) if value not in NEVER_ISSUED][:MAX_ISSUED_PER_ANSWER]
 
 
 def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
@@ -94,7 +121,7 @@ def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
     mine = request.encode()
 
     def foreign(values: list[str]) -> dict[str, str]:
-        digests = {value: value_digest(value) for value in dict.fromkeys(values)}
+        digests = {value: value_digest(value) for value in dict.fromkeys(values) if value not in NEVER_ISSUED}
         known = store.get_origins(list(dict.fromkeys(digests.values())))
         why = {}
         for value, digest in digests.items():
@@ -102,7 +129,7 @@ def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
             if not origins or mine in origins:
                 continue
             decoded = [origin for origin in map(Origin.decode, sorted(origins)) if origin is not None]
-            if decoded:
+            if decoded and not any(origin.may_be(request) for origin in decoded):
                 why[value] = decoded[0].foreign_to(request)
         return why
 

@@ -64,18 +64,21 @@ def plan_repair(
     by_content: bool = True,
     remove_foreign: bool = False,
     restore: bool = True,
+    rotating: bool = False,
 ) -> RepairPlan:
     """Repairs a parsed request body in place from the cache, as the proxy does in flight.
 
     `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
     takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
-    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing)."""
+    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `rotating`: the
+    caller's credential rotates and names no account (`provenance.Origin.rotating`)."""
     scope_name = str(scope or request_scope(request))
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     removed: list[RepairAction] = []
     kept: list[str] = []
     if remove_foreign:
-        removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model)), context)
+        foreign = foreign_lookup(store, Origin(scope_name, model, rotating))
+        removed, kept = wire_format.remove_foreign(doc, foreign, context)
     if not restore:
         return RepairPlan(removed, CacheView({}, model), context, kept)
     keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
@@ -159,6 +162,8 @@ class RequestRepair:
         by_content = not scope.anonymous or settings.anonymous_fallback
         meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
         meta["by_content"] = by_content
+        if identity.rotating is not None:  # capture files the answer's values under a scope that names no account
+            meta["rotating"] = True
         flow.metadata[META] = meta
         remove_foreign = settings.remove_foreign
         restore = wire_format.may_need_repair(body)
@@ -188,6 +193,7 @@ class RequestRepair:
                 by_content=by_content,
                 remove_foreign=remove_foreign,
                 restore=restore,
+                rotating=identity.rotating is not None,
             )
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)

@@ -87,7 +87,7 @@ class SQLiteStore:
         self._puts = 0
         self._read = RememberedRecords()
         self._keys: dict[tuple[str, str], int | None] = {}
-        self._origins: dict[str, frozenset[str]] = {}  # digest -> origins (empty: none), like _keys
+        self._origins: dict[str, dict[str, float]] = {}  # digest -> origin -> stored_at (empty: none), like _keys
         self._data_version: int | None = None
         try:
             _create_private(path)
@@ -223,35 +223,36 @@ class SQLiteStore:
         for digest in digests:
             known = self._origins.get(digest)
             if known is not None:  # else other origins may be on file: the next lookup reads them
-                self._remember_origins(digest, known | {origin})
+                self._remember_origins(digest, {**known, origin: stored_at})
         self._puts += 1
         if self._puts % _PRUNE_EVERY == 0:
             self.prune()
 
     def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
         self._forget_keys_if_changed()
+        oldest = self._clock() - self._limits.max_age
         found = {}
         unknown = []
         for digest in dict.fromkeys(digests):
-            origins = self._origins.get(digest)
-            if origins is None:
+            remembered = self._origins.get(digest)
+            if remembered is None:
                 unknown.append(digest)
-            elif origins:
-                found[digest] = set(origins)
-        oldest = self._clock() - self._limits.max_age
+            elif fresh := {origin for origin, at in remembered.items() if at >= oldest}:  # they age as on file
+                found[digest] = fresh
         for batch in _batches(unknown):
-            rows: dict[str, set[str]] = {}
-            for digest, origin in self._db.execute(
-                f"SELECT digest, origin FROM origins WHERE stored_at >= ? AND digest IN ({','.join('?' * len(batch))})",
+            rows: dict[str, dict[str, float]] = {}
+            for digest, origin, stored_at in self._db.execute(
+                "SELECT digest, origin, stored_at FROM origins "
+                f"WHERE stored_at >= ? AND digest IN ({','.join('?' * len(batch))})",
                 (oldest, *batch),
             ):
-                rows.setdefault(digest, set()).add(origin)
+                rows.setdefault(digest, {})[origin] = stored_at
             for digest in batch:
-                self._remember_origins(digest, frozenset(rows.get(digest, ())))
-            found.update(rows)
+                self._remember_origins(digest, rows.get(digest, {}))
+            found.update((digest, set(origins)) for digest, origins in rows.items())
         return found
 
-    def _remember_origins(self, digest: str, origins: frozenset[str]) -> None:
+    def _remember_origins(self, digest: str, origins: dict[str, float]) -> None:
         self._origins[digest] = origins
         if len(self._origins) > _REMEMBERED_KEYS:
             del self._origins[next(iter(self._origins))]

@@ -328,28 +328,28 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 _SIGNATURE_PATH = ("extra_content", "google", "thought_signature")
 
 
-def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any]]:
-    """(where, how to remove it, value) of each signed value of an assistant message: Copilot's
+def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, dict[str, Any] | None]]:
+    """(where, how to remove it, value, the call it is on) of each signed value of an assistant message: Copilot's
     `reasoning_opaque`, OpenRouter's signed or encrypted `reasoning_details` entries, a call's Gemini
     `thought_signature`. How to remove is a list and the entry to take out of it, or a dict and the path of keys
-    to the value."""
+    to the value; the call is None for values of the whole message."""
     opaque = message.get("reasoning_opaque")
     if isinstance(opaque, str) and opaque:
-        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque
+        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque, None
     details = message.get(DETAILS_FIELD)
     if isinstance(details, list):
         for position, entry in enumerate(details):
             for key in ("signature", "data"):
                 value = entry.get(key) if isinstance(entry, dict) else None
                 if isinstance(value, str) and value:
-                    yield f"{DETAILS_FIELD}[{position}]", (details, entry), value
+                    yield f"{DETAILS_FIELD}[{position}]", (details, entry), value, None
                     break
     for position, call in enumerate(_tool_calls(message)):
         extra = call.get("extra_content")
         google = extra.get("google") if isinstance(extra, dict) else None
         value = google.get("thought_signature") if isinstance(google, dict) else None
         if isinstance(value, str) and value:
-            yield f"tool_calls[{position}].extra_content", (call, _SIGNATURE_PATH), value
+            yield f"tool_calls[{position}].extra_content", (call, _SIGNATURE_PATH), value, call
 
 
 def _take_out(container: Any, what: Any) -> None:
@@ -378,12 +378,12 @@ def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[
         if _is_assistant(message)
         for site in _signed_sites(message)
     ]
-    why = foreign([site[-1] for site in sites]) if sites else {}
+    why = foreign([site[3] for site in sites]) if sites else {}
     if not why:
         return [], []
     current = set(_current_turn(messages))
     actions, kept = [], []
-    for index, where, (container, what), value in reversed(sites):  # entries of a list go from the end
+    for index, where, (container, what), value, on_call in reversed(sites):  # entries of a list go from the end
         reason = why.get(value)
         if reason is None:
             continue
@@ -393,7 +393,8 @@ def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[
             continue
         _take_out(container, what)
         calls = _tool_calls(messages[index])
-        call_id = calls[0].get("id") if calls and isinstance(calls[0].get("id"), str) else None
+        call = on_call if on_call is not None else calls[0] if calls else None  # the message's: its first call
+        call_id = call.get("id") if call is not None and isinstance(call.get("id"), str) else None
         actions.append(
             RepairAction(
                 kind="foreign_removed",
