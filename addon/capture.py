@@ -32,7 +32,7 @@ def remember_issuer(store: ReasoningStore, meta: dict, record: ReasoningRecord, 
     request that sends one to another model gets it removed (addon/provenance.py)."""
     values = issued_values(record, wire_format.signed_fields)
     if values:
-        record_origins(store, Origin(meta["scope"], meta.get("request_model"), bool(meta.get("rotating"))), values)
+        record_origins(store, Origin(meta["scope"], meta.get("request_model"), bool(meta.get("named_account"))), values)
 
 
 class ResponseCapture:

@@ -135,7 +135,7 @@ def _check_exchange(
     store: MemoryStore,
     placeholder: str,
 ) -> None:
-    rotating = caller_identity(flow.request).rotating is not None
+    named_account = caller_identity(flow.request).derived
     try:
         doc = jsoncodec.loads(body)
     except ValueError as e:
@@ -147,7 +147,14 @@ def _check_exchange(
         check.violations = wire_format.check(doc, context)
         repaired = copy.deepcopy(doc)
         plan = plan_repair(
-            wire_format, flow.request, repaired, check.model, store, placeholder, remove_foreign=True, rotating=rotating
+            wire_format,
+            flow.request,
+            repaired,
+            check.model,
+            store,
+            placeholder,
+            remove_foreign=True,
+            named_account=named_account,
         )
         check.actions = plan.actions
         check.remaining = wire_format.check(repaired, plan.context)
@@ -159,7 +166,7 @@ def _check_exchange(
         check.diagnosis = classify(check.status, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         return
     scope = str(request_scope(flow.request))
-    meta = {"scope": scope, "request_model": check.model, "rotating": rotating}
+    meta = {"scope": scope, "request_model": check.model, "named_account": named_account}
     for record in _records(wire_format.reader(), flow.response):
         record = record.model_copy(update={"request_model": check.model})
         remember_issuer(store, meta, record, wire_format)

@@ -53,16 +53,18 @@ def value_digest(value: str) -> str:
 class Origin:
     """Where a value was issued: the scope (`host:port|account`) and the model the request named.
 
-    `rotating`: the scope's credential rotates and names no account the proxy can read (a Google OAuth access
-    token, a JWT; `scope.Identity.rotating`): its scope ends with the token, the account does not, so an account
-    that differs from or to such a scope is not known to be another account."""
+    `named`: the scope's account was read off the credential (a GitHub Copilot token names its account:
+    `scope.Identity.derived`). Only between two such scopes is a different account known to be another account.
+    Two API keys may belong to one account (whose provider takes each other's values), and a token that rotates
+    with nothing readable in it (a Google OAuth access token, a JWT) gives the same account a new scope every
+    hour: a value is never removed for an account difference the proxy cannot read."""
 
     scope: str
     model: str | None
-    rotating: bool = False
+    named: bool = False
 
     def encode(self) -> str:
-        return jsoncodec.dumps([self.scope, self.model, *([True] if self.rotating else [])]).decode()
+        return jsoncodec.dumps([self.scope, self.model, *([True] if self.named else [])]).decode()
 
     @classmethod
     def decode(cls, text: str | bytes) -> Origin | None:
@@ -79,7 +81,7 @@ class Origin:
         differ."""
         host, _, account = self.scope.partition("|")
         request_host, _, request_account = request.scope.partition("|")
-        same_account = account == request_account or self.rotating or request.rotating
+        same_account = account == request_account or not (self.named and request.named)
         return host == request_host and self.model == request.model and same_account
 
     def foreign_to(self, request: Origin) -> str:
@@ -88,7 +90,7 @@ class Origin:
         request_host, _, request_account = request.scope.partition("|")
         if host != request_host:
             return f"issued by {host}, not {request_host}"
-        if account != request_account and not (self.rotating or request.rotating):
+        if account != request_account and self.named and request.named:
             return "issued to another account"
         model = f"model {self.model}" if self.model is not None else "a request that named no model"
         return f"issued for {model}, not {request.model}"

@@ -64,20 +64,20 @@ def plan_repair(
     by_content: bool = True,
     remove_foreign: bool = False,
     restore: bool = True,
-    rotating: bool = False,
+    named_account: bool = False,
 ) -> RepairPlan:
     """Repairs a parsed request body in place from the cache, as the proxy does in flight.
 
     `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
     takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
-    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `rotating`: the
-    caller's credential rotates and names no account (`provenance.Origin.rotating`)."""
+    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
+    the caller's credential names its account (`provenance.Origin.named`)."""
     scope_name = str(scope or request_scope(request))
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     removed: list[RepairAction] = []
     kept: list[str] = []
     if remove_foreign:
-        foreign = foreign_lookup(store, Origin(scope_name, model, rotating))
+        foreign = foreign_lookup(store, Origin(scope_name, model, named_account))
         removed, kept = wire_format.remove_foreign(doc, foreign, context)
     if not restore:
         return RepairPlan(removed, CacheView({}, model), context, kept)
@@ -162,8 +162,8 @@ class RequestRepair:
         by_content = not scope.anonymous or settings.anonymous_fallback
         meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
         meta["by_content"] = by_content
-        if identity.rotating is not None:  # capture files the answer's values under a scope that names no account
-            meta["rotating"] = True
+        if identity.derived:  # capture files the answer's values under a scope that names its account
+            meta["named_account"] = True
         flow.metadata[META] = meta
         remove_foreign = settings.remove_foreign
         restore = wire_format.may_need_repair(body)
@@ -193,7 +193,7 @@ class RequestRepair:
                 by_content=by_content,
                 remove_foreign=remove_foreign,
                 restore=restore,
-                rotating=identity.rotating is not None,
+                named_account=identity.derived,
             )
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)

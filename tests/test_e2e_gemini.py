@@ -166,7 +166,12 @@ def test_turn_two_gets_its_signature_back(
     calls = calls_of(turn)
     assert len(calls) == int(parallel)
     signature = calls[0]["thoughtSignature"]
-    assert fake.gemini.issued[signature] == {"name": "list_directory", "args": {"path": "step0/dir0"}, "id": None, "model": MODEL}
+    assert fake.gemini.issued[signature] == {
+        "name": "list_directory",
+        "args": {"path": "step0/dir0"},
+        "id": None,
+        "model": MODEL,
+    }
     assert [("thoughtSignature" in c) for c in calls] == [True] + [False] * (len(calls) - 1)
 
     history = [QUESTION, dropped(turn), results_for(turn)]

@@ -9,6 +9,7 @@ and the provider answers 200; requests for the model that issued them go on byte
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from tests import test_e2e_responses as responses
 from tests.e2e_helpers import client
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
+from tests.support.planted import ACCOUNT
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.test_e2e_accounts import CopilotAccount
 
 pytestmark = pytest.mark.e2e
 
@@ -105,16 +108,66 @@ def test_anthropic_same_model_goes_on_byte_for_byte(
     assert fake.last("/v1/messages").body == body
 
 
-def test_anthropic_thinking_of_another_account_is_removed(
-    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
+def copilot_messages(base_url: str, token: str, body: dict[str, Any] | bytes) -> httpx.Response:
+    """Claude through GitHub Copilot's /v1/messages, with its API token."""
+    headers = {
+        "authorization": f"Bearer {token}",
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return httpx.post(f"{base_url}/v1/messages", content=content, headers=headers, timeout=30)
+
+
+def test_anthropic_thinking_of_another_copilot_account_is_removed(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path
 ) -> None:
+    """Copilot tokens name their account: a block issued to one account and sent with another's token goes; the
+    same account's next token, after a refresh, keeps it."""
+    one, other = CopilotAccount(uuid.uuid4().hex, ACCOUNT), CopilotAccount(uuid.uuid4().hex, ACCOUNT)
+    token = one.token()
     with model_named(anthropic, CLAUDE_X):
-        history, call_id = anthropic_history(proxy.url, api_key)
+        first = anthropic.reply(
+            copilot_messages(proxy.url, token, anthropic.request([anthropic.QUESTION], stream=False)), stream=False
+        )
+        messages = [anthropic.QUESTION, {"role": "assistant", "content": first["content"]}, anthropic.results(first)]
+        second = anthropic.reply(
+            copilot_messages(proxy.url, token, anthropic.request(messages, stream=False)), stream=False
+        )
+    call_id = anthropic.tool_ids(first)[0]
+    history = [
+        *messages,
+        {"role": "assistant", "content": second["content"]},
+        {"role": "user", "content": FOLLOW_UP},
+    ]
     body = anthropic_body(history, CLAUDE_X)
-    through = anthropic.post(proxy.url, api_key + "-other", body)
-    assert through.status_code == 200, through.text
+
+    refreshed = copilot_messages(proxy.url, one.token(), body)
+    assert refreshed.status_code == 200, refreshed.text
+    assert fake.last("/v1/messages").body == body
+
+    stranger = copilot_messages(proxy.url, other.token(), body)
+    assert stranger.status_code == 200, stranger.text
+    sent = fake.last("/v1/messages").doc["messages"]
+    assert sent[1]["content"] == [b for b in first["content"] if b["type"] != "thinking"]
     (removed,) = [a for a in event_for(proxy_state, "repaired", call_id)["actions"] if a["kind"] == "foreign_removed"]
     assert removed["reason"] == "issued to another account"
+
+
+def test_a_second_api_key_keeps_its_reasoning(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
+    """Two API keys may be one organisation's (a rotated key, a second project key), whose provider takes the
+    reasoning either got: an account difference the proxy cannot read removes nothing."""
+    llm = client(proxy.url, api_key)
+    with model_named(responses, GPT_X):
+        _, first, _ = responses.create(llm, [responses.QUESTION], stream=False)
+        items = [responses.QUESTION, *first, *responses.results(first)]
+        _, second, _ = responses.create(llm, items, stream=False)
+    history = [*items, *second, {"role": "user", "content": FOLLOW_UP}]
+    body = json.dumps({"model": GPT_X, "input": history, "tools": responses.TOOLS} | responses.STATELESS).encode()
+    headers = auth(api_key + "-second") | {"content-type": "application/json"}
+    through = httpx.post(f"{proxy.url}/v1/responses", content=body, headers=headers, timeout=30)
+    assert through.status_code == 200, through.text
+    assert fake.last("/v1/responses").body == body
 
 
 @pytest.fixture(scope="module")

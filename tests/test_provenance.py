@@ -44,7 +44,11 @@ def test_origins_say_why_a_value_is_foreign() -> None:
     assert Origin("other.example:443|account-a", "model-y").foreign_to(MINE) == (
         "issued by other.example:443, not api.example.com:443"
     )
-    assert Origin("api.example.com:443|account-b", "model-y").foreign_to(MINE) == "issued to another account"
+    named = Origin(MINE.scope, MINE.model, named=True)
+    assert Origin("api.example.com:443|account-b", "model-y", named=True).foreign_to(named) == (
+        "issued to another account"
+    )
+    assert Origin("api.example.com:443|key-b", "model-y").foreign_to(MINE) == "issued for model model-y, not model-y"
     assert Origin(SCOPE, None).foreign_to(MINE) == "issued for a request that named no model, not model-y"
     assert Origin.decode(FROM_X.encode()) == FROM_X
     assert Origin.decode("not json") is None and Origin.decode('["a", 3]') is None

@@ -1,4 +1,4 @@
-"""Review of the removal of foreign reasoning values (branch foreign-state): the cases it got wrong."""
+"""Edge cases of the removal of foreign reasoning values, each found by a review: what must never be removed."""
 
 from __future__ import annotations
 
@@ -73,19 +73,20 @@ def test_a_refreshed_oauth_token_does_not_make_the_clients_own_signatures_foreig
     assert flow.request.raw_content == sent, flow.comment
 
 
-def test_a_new_api_key_still_makes_values_foreign() -> None:
-    """Keys are accounts as far as the proxy can tell; only credentials known to rotate lose the account."""
+def test_only_accounts_read_off_both_credentials_are_known_to_differ() -> None:
+    """Two API keys may be one account, and a token that rotates names none: only two credentials that name their
+    accounts (Copilot tokens) can tell the proxy a value went to another account."""
     store = MemoryStore(CacheLimits(max_age=3600, max_entries=1000))
-    record_origins(store, Origin("api.example.com:443|key-a", "model-y"), ["V"])
-    assert foreign_lookup(store, Origin("api.example.com:443|key-b", "model-y"))(["V"]) == {
+    record_origins(store, Origin("api.example.com:443|account-a", "model-y", named=True), ["V"])
+    assert foreign_lookup(store, Origin("api.example.com:443|account-b", "model-y", named=True))(["V"]) == {
         "V": "issued to another account"
     }
-    # ... but neither a rotating issuer nor a rotating caller can say the account differs
-    record_origins(store, Origin("api.example.com:443|token-1", "model-y", rotating=True), ["W"])
+    assert foreign_lookup(store, Origin("api.example.com:443|key-b", "model-y"))(["V"]) == {}
+    record_origins(store, Origin("api.example.com:443|key-a", "model-y"), ["W"])
     assert foreign_lookup(store, Origin("api.example.com:443|key-b", "model-y"))(["W"]) == {}
-    assert foreign_lookup(store, Origin("api.example.com:443|token-2", "model-y", rotating=True))(["V", "W"]) == {}
+    assert foreign_lookup(store, Origin("api.example.com:443|account-b", "model-y", named=True))(["W"]) == {}
     # the model and the host still count
-    assert foreign_lookup(store, Origin("api.example.com:443|token-2", "model-x", rotating=True))(["V"]) == {
+    assert foreign_lookup(store, Origin("api.example.com:443|key-b", "model-x"))(["V"]) == {
         "V": "issued for model model-y, not model-x"
     }
 
@@ -159,9 +160,9 @@ def test_one_answer_cannot_flush_every_origin_the_proxy_knows() -> None:
     )
     from llm_reasoning_proxy import formats
 
-    remember_issuer(store, {"scope": "evil.example:443|x", "request_model": "m"}, flood, formats.by_name(
-        "anthropic_messages"
-    ))
+    remember_issuer(
+        store, {"scope": "evil.example:443|x", "request_model": "m"}, flood, formats.by_name("anthropic_messages")
+    )
     assert store.get_origins([value_digest("victim")]) == {value_digest("victim"): {MINE.encode()}}
 
 
@@ -176,9 +177,7 @@ def test_request_scope_helper_is_the_capture_scope(addons) -> None:
 # --- values nobody issues ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "dummy", ["skip_thought_signature_validator", "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="]
-)
+@pytest.mark.parametrize("dummy", ["skip_thought_signature_validator", "c2tpcF90aG91Z2h0X3NpZ25hdHVyZV92YWxpZGF0b3I="])
 def test_googles_dummy_signature_is_never_foreign(addons, dummy: str) -> None:
     """Google documents dummy thought signatures that clients put on calls another model made (pipecat, LiteLLM,
     CLIProxyAPI, this proxy). Any answer that carries one (a translating gateway's, or one a client of a shared
