@@ -19,7 +19,7 @@ from .limits import MAX_LOG_LINE_BYTES, MAX_LOGGED_TEXT_CHARS
 from .limits import utf8_size as _utf8_size
 from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
-from .redact import masked_logger, redact_json_text
+from .redact import masked_logger, redact_json, redact_text
 
 logger = masked_logger(__name__)
 
@@ -133,12 +133,12 @@ def summarize_fields(
     summaries = {}
     for name, value in fields.items():
         text = value if isinstance(value, str) else jsoncodec.dumps(value).decode()
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        digest = _digest(text)
         summaries[name] = FieldSummary(
             length=len(text),
             sha256=digest,
-            # Readable text is logged up to a bound (its length and hash say what it was), and masked with the line.
-            text=cut_text(text, MAX_LOGGED_TEXT_CHARS) if name in text_fields else None,
+            # Readable text is logged up to a bound (its length and hash say what it was), masked before it is cut.
+            text=cut_text(redact_text(text), MAX_LOGGED_TEXT_CHARS) if name in text_fields else None,
             value=text if include_opaque and name not in text_fields else None,
         )
     return summaries
@@ -179,18 +179,15 @@ def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[
     ]
 
 
-def _serialise(event: Event) -> str:
-    try:
-        return event.model_dump_json(exclude_none=True)
-    except ValueError:  # a lone surrogate, which pydantic's serializer refuses
-        return jsoncodec.dumps(event.model_dump(mode="python", exclude_none=True)).decode()
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def cut_text(text: str, keep: int) -> str:
     """A long text cut to `keep` characters, saying how long it was and which it was (a short SHA-256)."""
     if len(text) <= keep:
         return text
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    digest = _digest(text)
     return f"{text[:keep]}…[cut: {len(text)} chars, sha256 {digest}]"
 
 
@@ -208,15 +205,18 @@ def _shrink(value: Any, text_cap: int, list_cap: int) -> Any:
 def fit_line(event: Event, limit: int = MAX_LOG_LINE_BYTES) -> str:
     """The event as one JSON line of at most `limit` bytes, masked by the redactor: an event too big for that has
     its longest texts and lists cut (each saying how long it was) and a `cut` entry with the size the whole line
-    would have had. The size is judged after masking, which may lengthen a line."""
-    line = redact_json_text(_serialise(event))
+    would have had.
+
+    Each value is masked before it is written (a text quoting JSON, `{"api_key": "..."}`, is seen as it is, not
+    escaped inside the line) and before it is cut (a cut could leave too little of a key to be recognised)."""
+    doc = redact_json(event.model_dump(mode="json", exclude_none=True))
+    line = jsoncodec.dumps(doc).decode()
     size = _utf8_size(line)
     if size <= limit:
         return line
-    doc = event.model_dump(mode="json", exclude_none=True)
     text_cap, list_cap = 1024, 64
     while text_cap >= 16:
-        line = redact_json_text(jsoncodec.dumps({**_shrink(doc, text_cap, list_cap), "cut": {"bytes": size}}).decode())
+        line = jsoncodec.dumps({**_shrink(doc, text_cap, list_cap), "cut": {"bytes": size}}).decode()
         if _utf8_size(line) <= limit:
             return line
         text_cap, list_cap = text_cap // 4, max(1, list_cap // 4)

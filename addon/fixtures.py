@@ -53,7 +53,7 @@ from .formats.gemini import PLACEHOLDER_BASE64, PLACEHOLDER_PHRASE
 from .limits import MAX_DECODED_BYTES
 from .private_files import make_private_dir, write_private
 from .records import SIGNATURE_IN_ID
-from .redact import SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_json, redact_text, redact_url
+from .redact import SECRET_HEADERS, SECRET_QUERY_PARAMS, redact_json, redact_json_text, redact_text, redact_url
 from .settings import PROJECT
 
 # What a fixture keeps of the request headers: what says which client spoke (and so which
@@ -185,24 +185,11 @@ def redact_event_stream(text: str) -> str:
 
 
 def _redact_stream_line(line: str) -> str:
-    redacted = redact_text(line)
-    split = _data_line(redacted)
+    split = _data_line(line)
     if split is None:
-        return redacted
+        return redact_text(line)
     prefix, payload = split
-    try:
-        doc = jsoncodec.loads(payload)
-    except ValueError:
-        original = _data_line(line)
-        try:
-            doc = jsoncodec.loads(original[1]) if original is not None else None
-        except ValueError:
-            return redacted  # never JSON: text redaction is all there is
-        # Masking the text broke the JSON (a match ran into an escape): write the redacted document instead.
-        return prefix + _compact(redact_json(doc))
-    clean = redact_json(doc)
-    # Text rules can miss what the decoded strings show (escapes, secret-naming keys).
-    return redacted if clean == doc else prefix + _compact(clean)
+    return prefix + redact_json_text(payload)
 
 
 def _compact(doc: Any) -> str:

@@ -20,6 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import ahocorasick
 
+from . import jsoncodec
+
 REDACTED = "[REDACTED]"
 
 # Headers known to carry a credential: the providers' own, and those of the gateways in front of them.
@@ -332,11 +334,6 @@ def masked_logger(name: str) -> logging.Logger:
     return logger
 
 
-def holds_secret(text: str) -> bool:
-    """Whether any rule would mask something in `text`: what decides that a text is masked."""
-    return redact_text(text) != text
-
-
 def holds_credential(text: str) -> bool:
     """Whether `text` holds a credential recognised by its shape alone (`KEY_SHAPES`, a PEM private key). The
     broader rules (`api_key = …`, `password: …`) are right for what is masked, but would call ordinary code in a
@@ -348,17 +345,24 @@ def holds_credential(text: str) -> bool:
 
 
 def redact_json_text(text: str) -> str:
-    """A JSON text (an event log line, a stream's data) with every credential in it masked, still JSON: masked
-    as text, or, should that ever break it, as a document."""
+    """A JSON text (a stream's data, a recorded body) with every credential in it masked, still JSON: masked as
+    text, and as the document it decodes to, which shows what the text escapes (a text quoting JSON inside a
+    string) and the values under secret-naming keys. Text that is not JSON is masked as text."""
     masked = redact_text(text)
-    if masked == text:
-        return text
     try:
-        json.loads(masked)
+        doc = json.loads(text)
     except ValueError:
-        # ASCII escapes: a lone surrogate in the text must stay an escape, or the line could not be written.
-        return json.dumps(redact_json(json.loads(text)), separators=(",", ":"))
-    return masked
+        return masked
+    clean = redact_json(doc)
+    if clean == doc:
+        if masked == text:
+            return text
+        try:
+            json.loads(masked)
+            return masked
+        except ValueError:
+            pass  # a match ran into an escape: the document, masked, is written instead
+    return jsoncodec.dumps(clean).decode()
 
 
 def redact_url(url: str) -> str:

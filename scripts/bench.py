@@ -38,7 +38,6 @@ from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
 from llm_reasoning_proxy.events import Repaired, fit_line, loggable_actions  # noqa: E402
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
-from llm_reasoning_proxy.redact import redact_json_text  # noqa: E402
 from llm_reasoning_proxy.repair import plan_repair  # noqa: E402
 from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
 from llm_reasoning_proxy.response_tap import ResponseTap  # noqa: E402
@@ -362,7 +361,7 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     plans = []
 
     def plan() -> None:
-        plans.append(plan_repair(wire_format, request, next(docs), MODEL, store, "auto"))
+        plans.append(plan_repair(wire_format, request, next(docs), MODEL, store, "auto", remove_foreign=True))
 
     memory = RepairMemory()
 
@@ -383,16 +382,17 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
             again_by_kind=logged.again_by_kind,
             total=logged.total,
         )
-        redact_json_text(fit_line(event))
+        fit_line(event)  # masked as it is built
         logged.summary()  # the line in mitmdump's output
 
-    # As the proxy does it: a body it may write back is read exactly (msgspec), and the log line is masked.
+    # As the proxy does it: a body it may write back is read exactly (msgspec), values issued elsewhere are looked
+    # for (llm_remove_foreign, on by default), and the log line is masked.
     stages: dict[str, Callable[[], object]] = {"  c parse (exact)": lambda: jsoncodec.loads_exact(body)}
     stages["  c lookups and repairs"] = plan
     plan()
     actions = plans[0].actions
     repaired = jsoncodec.loads_exact(body)
-    plan_repair(wire_format, request, repaired, MODEL, store, "auto")
+    plan_repair(wire_format, request, repaired, MODEL, store, "auto", remove_foreign=True)
     stages["  c serialise (exact)"] = lambda: jsoncodec.dumps_request(repaired)
     stages["  c summary and masked log line"] = log_line
     out = {}
@@ -419,7 +419,7 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         def run() -> int:
             doc = jsoncodec.loads_exact(body)
             model = wire_format.request_model(path, body, doc)
-            plan = plan_repair(wire_format, request, doc, model, store, "auto")
+            plan = plan_repair(wire_format, request, doc, model, store, "auto", remove_foreign=True)
             return len(jsoncodec.dumps_request(doc)) if plan.actions else 0
 
         assert run() > 0, f"{name}: nothing was repaired"
@@ -441,7 +441,7 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         assert wire_format is not None and wire_format.may_need_repair(bodies.b2)
         doc = jsoncodec.loads(bodies.b2)
         request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}/v1/chat/completions", bodies.b2, HEADERS)
-        assert not plan_repair(wire_format, request, doc, MODEL, store, "auto").actions
+        assert not plan_repair(wire_format, request, doc, MODEL, store, "auto", remove_foreign=True).actions
 
     checks = (
         ("recognise b: chat 100 KB, no tool calls", recognise_b, bodies.b),

@@ -363,7 +363,7 @@ def snapshot(directory: Path) -> dict[str, tuple[int, bytes]]:
 
 
 def wait_for_events(log: Path, wanted: dict[str, int]) -> None:
-    """Until the log holds at least so many events of each kind (or LogTail's 60 s are up)."""
+    """Until the log holds at least so many events of each kind."""
     LogTail(log, whole=True).wait(lambda events: all(len(of_kind(events, k)) >= n for k, n in wanted.items()))
 
 

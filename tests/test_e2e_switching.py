@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,30 +45,19 @@ def event_for(proxy_state: Path, kind: str, tool_call_id: str) -> dict:
     return event
 
 
-def flow_events(proxy_state: Path, flow_id: str) -> list[dict]:
-    lines = (proxy_state / "events.jsonl").read_text().splitlines()
-    return [event for event in map(json.loads, lines) if event.get("flow_id") == flow_id]
-
-
-# --- Anthropic ----------------------------------------------------------------------------------------------
+def finished_loop(send: Callable[[dict[str, Any]], httpx.Response]) -> tuple[list[dict], str]:
+    """A finished tool loop on CLAUDE_X, kept whole by the client, then a new question; and the tool call's id.
+    `send` posts one Messages request body."""
+    with model_named(anthropic, CLAUDE_X):
+        first = anthropic.reply(send(anthropic.request([anthropic.QUESTION], stream=False)), stream=False)
+        messages = [anthropic.QUESTION, {"role": "assistant", "content": first["content"]}, anthropic.results(first)]
+        second = anthropic.reply(send(anthropic.request(messages, stream=False)), stream=False)
+    history = [*messages, {"role": "assistant", "content": second["content"]}, {"role": "user", "content": FOLLOW_UP}]
+    return history, anthropic.tool_ids(first)[0]
 
 
 def anthropic_history(base_url: str, api_key: str) -> tuple[list[dict], str]:
-    """A finished tool loop on CLAUDE_X, kept whole by the client, and a new question; the tool call's id."""
-    first = anthropic.reply(
-        anthropic.post(base_url, api_key, anthropic.request([anthropic.QUESTION], stream=False)), stream=False
-    )
-    messages = [anthropic.QUESTION, first, anthropic.results(first)]
-    second = anthropic.reply(anthropic.post(base_url, api_key, anthropic.request(messages, stream=False)), stream=False)
-    history = [
-        *messages,
-        {"role": second["role"], "content": second["content"]},
-        {"role": "user", "content": FOLLOW_UP},
-    ]
-    for message in history:
-        message.pop("id", None)
-    history[1] = {"role": "assistant", "content": first["content"]}
-    return history, anthropic.tool_ids(first)[0]
+    return finished_loop(lambda body: anthropic.post(base_url, api_key, body))
 
 
 def anthropic_body(messages: list[dict], model: str) -> bytes:
@@ -78,8 +67,7 @@ def anthropic_body(messages: list[dict], model: str) -> bytes:
 def test_anthropic_thinking_of_another_model_is_removed(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
 ) -> None:
-    with model_named(anthropic, CLAUDE_X):
-        history, call_id = anthropic_history(proxy.url, api_key)
+    history, call_id = anthropic_history(proxy.url, api_key)
     body = anthropic_body(history, CLAUDE_Y)
 
     direct = anthropic.post(fake.url, api_key, body)
@@ -97,11 +85,8 @@ def test_anthropic_thinking_of_another_model_is_removed(
     assert removed[0]["reason"] == f"issued for model {CLAUDE_X}, not {CLAUDE_Y}"
 
 
-def test_anthropic_same_model_goes_on_byte_for_byte(
-    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
-) -> None:
-    with model_named(anthropic, CLAUDE_X):
-        history, _ = anthropic_history(proxy.url, api_key)
+def test_anthropic_same_model_goes_on_byte_for_byte(fake: FakeProvider, proxy: MitmdumpProcess, api_key: str) -> None:
+    history, _ = anthropic_history(proxy.url, api_key)
     body = anthropic_body(history, CLAUDE_X)
     through = anthropic.post(proxy.url, api_key, body)
     assert through.status_code == 200, through.text
@@ -126,20 +111,7 @@ def test_anthropic_thinking_of_another_copilot_account_is_removed(
     same account's next token, after a refresh, keeps it."""
     one, other = CopilotAccount(uuid.uuid4().hex, ACCOUNT), CopilotAccount(uuid.uuid4().hex, ACCOUNT)
     token = one.token()
-    with model_named(anthropic, CLAUDE_X):
-        first = anthropic.reply(
-            copilot_messages(proxy.url, token, anthropic.request([anthropic.QUESTION], stream=False)), stream=False
-        )
-        messages = [anthropic.QUESTION, {"role": "assistant", "content": first["content"]}, anthropic.results(first)]
-        second = anthropic.reply(
-            copilot_messages(proxy.url, token, anthropic.request(messages, stream=False)), stream=False
-        )
-    call_id = anthropic.tool_ids(first)[0]
-    history = [
-        *messages,
-        {"role": "assistant", "content": second["content"]},
-        {"role": "user", "content": FOLLOW_UP},
-    ]
+    history, call_id = finished_loop(lambda body: copilot_messages(proxy.url, token, body))
     body = anthropic_body(history, CLAUDE_X)
 
     refreshed = copilot_messages(proxy.url, one.token(), body)
@@ -149,7 +121,7 @@ def test_anthropic_thinking_of_another_copilot_account_is_removed(
     stranger = copilot_messages(proxy.url, other.token(), body)
     assert stranger.status_code == 200, stranger.text
     sent = fake.last("/v1/messages").doc["messages"]
-    assert sent[1]["content"] == [b for b in first["content"] if b["type"] != "thinking"]
+    assert sent[1]["content"] == [b for b in history[1]["content"] if b["type"] != "thinking"]
     (removed,) = [a for a in event_for(proxy_state, "repaired", call_id)["actions"] if a["kind"] == "foreign_removed"]
     assert removed["reason"] == "issued to another account"
 
@@ -187,8 +159,7 @@ def keeping_proxy(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.Te
 def test_with_removal_off_the_provider_refuses(
     fake: FakeProvider, keeping_proxy: MitmdumpProcess, api_key: str
 ) -> None:
-    with model_named(anthropic, CLAUDE_X):
-        history, call_id = anthropic_history(keeping_proxy.url, api_key)
+    history, call_id = anthropic_history(keeping_proxy.url, api_key)
     body = anthropic_body(history, CLAUDE_Y)
     through = anthropic.post(keeping_proxy.url, api_key, body)
     assert anthropic.error_message(through) == "messages.1.content.0: Invalid `signature` in `thinking` block"

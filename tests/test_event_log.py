@@ -13,6 +13,8 @@ import pytest
 from llm_reasoning_proxy import events
 from llm_reasoning_proxy.events import EventLog, Skipped
 
+from tests.support.planted import planted
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,8 +56,6 @@ def test_no_backups_starts_the_log_afresh(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-import pytest
-from llm_reasoning_proxy import events
 from llm_reasoning_proxy.events import EventLog, Skipped
 log = EventLog(Path(sys.argv[1]), max_bytes=8192, backups=3)
 for n in range(300):
@@ -180,3 +180,20 @@ def test_a_line_that_masking_lengthens_still_fits(tmp_path: Path) -> None:
     log.close()
     raw = path.read_bytes()
     assert len(raw) <= 64 * 1024 + 1 and b"abcd" not in raw
+
+
+def test_a_secret_quoted_as_json_inside_a_text_is_masked() -> None:
+    """The line escapes the quotes of a text that quotes JSON; the redactor must see the text as it is."""
+    secret = "hunter2hunter2hunter2"
+    reason = 'provider said: {"api_key": "' + secret + '", "password": "swordfish1"}'
+    line = events.fit_line(Skipped(url="https://example.test/v1/chat/completions", reason=reason))
+    assert secret not in line and "swordfish1" not in line
+    assert json.loads(line)["reason"].startswith("provider said: {")
+
+
+def test_a_key_where_a_text_is_cut_is_masked_before_the_cut() -> None:
+    key = planted("sk-proj-", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6")
+    text = "x" * (events.MAX_LOGGED_TEXT_CHARS - 11) + " " + key + " and more"
+    (summary,) = events.summarize_fields({"reasoning_text": text}, frozenset({"reasoning_text"}), False).values()
+    assert summary.text is not None and "A1b2" not in summary.text and "sk-proj-A" not in summary.text
+    assert summary.length == len(text)

@@ -35,13 +35,17 @@ class LogTail:
                 found.append(event)
         return found
 
-    def wait(self, done: Callable[[list[dict[str, Any]]], Any], timeout: float = WAIT_SECONDS) -> list[dict[str, Any]]:
-        """Every event so far, once `done` holds for them (or when the time is up, for the caller's assertion)."""
+    def wait(
+        self, done: Callable[[list[dict[str, Any]]], Any], timeout: float = WAIT_SECONDS, what: str = "the events"
+    ) -> list[dict[str, Any]]:
+        """Every event so far, once `done` holds for them; the time running out fails the test (a wait that came
+        back short would leave a later assertion to fail with a misleading message, or pass)."""
         deadline = time.monotonic() + timeout
         while True:
             events = self.events()
-            if done(events) or time.monotonic() > deadline:
+            if done(events):
                 return events
+            assert time.monotonic() <= deadline, f"{what} never came: {timeout:g} s in {self.path}"
             time.sleep(0.02)
 
     def wait_for(
@@ -52,15 +56,12 @@ class LogTail:
         *,
         where: Callable[[dict[str, Any]], Any] | None = None,
     ) -> list[dict[str, Any]]:
-        """The events of one kind (and for which `where` holds, if given), once there are at least `count` of them;
-        fewer when the time is up fails the test (a wait that returned short could let an assertion pass)."""
+        """The events of one kind (and for which `where` holds, if given), once there are at least `count` of them."""
 
         def matching(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
             return [e for e in of_kind(events, kind) if where is None or where(e)]
 
-        found = matching(self.wait(lambda e: len(matching(e)) >= count, timeout))
-        assert len(found) >= count, f"{len(found)} of {count} {kind!r} event(s) after {timeout:g} s in {self.path}"
-        return found
+        return matching(self.wait(lambda e: len(matching(e)) >= count, timeout, f"{count} {kind!r} event(s)"))
 
 
 def of_kind(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
