@@ -7,6 +7,7 @@ from typing import Any
 from mitmproxy import http
 
 from .events import EventLog, Skipped
+from .limits import MAX_OUTPUT_LINE_CHARS, cut_text
 from .redact import masked_logger, redact_text, redact_url
 
 logger = masked_logger(__name__)
@@ -22,7 +23,7 @@ def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:
 
 
 def add_comment(flow: http.HTTPFlow, line: str) -> None:
-    line = redact_text(line)
+    line = cut_text(redact_text(line), MAX_OUTPUT_LINE_CHARS)
     flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
 
 

@@ -27,12 +27,12 @@ def _is_event_stream(response: http.Response) -> bool:
     return response.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
-def remember_issuer(store: ReasoningStore, meta: dict, record: ReasoningRecord, wire_format: WireFormat) -> None:
+def remember_issuer(store: ReasoningStore, origin: Origin, record: ReasoningRecord, wire_format: WireFormat) -> None:
     """Notes which host, account and model issued the signed values of an answer, with tool calls or without: a
     request that sends one to another model gets it removed (addon/provenance.py)."""
     values = issued_values(record, wire_format.signed_fields)
     if values:
-        record_origins(store, Origin(meta["scope"], meta.get("request_model"), bool(meta.get("named_account"))), values)
+        record_origins(store, origin, values)
 
 
 class ResponseCapture:
@@ -105,7 +105,7 @@ class ResponseCapture:
                 keys = record.keys()
                 if unavailable is None:
                     try:
-                        remember_issuer(store, meta, record, wire_format)
+                        remember_issuer(store, Origin.of(meta), record, wire_format)
                     except StoreUnavailable as e:
                         unavailable = str(e)
                 stored, note = False, None

@@ -316,8 +316,10 @@ def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
 
 
 def decode_prefix(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
-    """At most the first `limit` bytes of what a body decodes to (an error answer, to be explained)."""
-    decoder = BoundedDecoder(content_encoding, limit)
+    """At most the first `limit` bytes of what a body decodes to (an error answer, to be explained). A body cut
+    short gives what was decoded of it; one that decodes to nothing readable raises NotDecodable."""
+    # Room for one more piece: the piece that crosses the bound is refused whole, yet its start is wanted.
+    decoder = BoundedDecoder(content_encoding, limit + PIECE)
     if decoder.plain:
         return raw[:limit]
     out = bytearray()
@@ -328,6 +330,9 @@ def decode_prefix(raw: bytes, content_encoding: str | None, limit: int) -> bytes
             out += piece
     except DecodedTooLarge:
         pass
+    except NotDecodable:
+        if not out:
+            raise
     return bytes(out[:limit])
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -15,7 +14,7 @@ from typing import Any, Literal, TextIO
 from pydantic import BaseModel, Field
 
 from . import jsoncodec
-from .limits import MAX_LOG_LINE_BYTES, MAX_LOGGED_TEXT_CHARS
+from .limits import MAX_LOG_LINE_BYTES, MAX_LOGGED_TEXT_CHARS, cut_text, short_digest
 from .limits import utf8_size as _utf8_size
 from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
@@ -133,7 +132,7 @@ def summarize_fields(
     summaries = {}
     for name, value in fields.items():
         text = value if isinstance(value, str) else jsoncodec.dumps(value).decode()
-        digest = _digest(text)
+        digest = short_digest(text)
         summaries[name] = FieldSummary(
             length=len(text),
             sha256=digest,
@@ -177,18 +176,6 @@ def loggable_actions(actions: list[RepairAction], include_opaque: bool) -> list[
         )
         for action in actions
     ]
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
-
-
-def cut_text(text: str, keep: int) -> str:
-    """A long text cut to `keep` characters, saying how long it was and which it was (a short SHA-256)."""
-    if len(text) <= keep:
-        return text
-    digest = _digest(text)
-    return f"{text[:keep]}…[cut: {len(text)} chars, sha256 {digest}]"
 
 
 def _shrink(value: Any, text_cap: int, list_cap: int) -> Any:
@@ -272,9 +259,9 @@ class EventLog:
         if self._closed:
             return
         try:
-            line = fit_line(event)
             if self._file is None and not self._reopen():
-                return
+                return  # before the line is built: while the file cannot be reopened, nothing is spent on events
+            line = fit_line(event)
             assert self._file is not None
             self._file.write(line + "\n")
             if os.fstat(self._file.fileno()).st_size >= self.max_bytes and self._clock() >= self._retry_at:

@@ -12,7 +12,6 @@ from are dropped, so one bad value does not break every later turn.
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
@@ -253,18 +252,16 @@ def pick_finding(findings: list[Violation], diagnosis: Diagnosis) -> Violation |
     return None
 
 
-def _at_index(note: str, index: int) -> bool:
-    """Whether a note on a foreign value that had to stay (RepairPlan.foreign_kept) is about items[index]."""
-    return re.search(rf"\b(?:{'|'.join(set(_TOP_LEVEL.values()))})\[{index}\]", note) is not None
-
-
 class ErrorExplainer:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
 
     def response(self, flow: http.HTTPFlow) -> None:
         meta = flow_meta(flow)
-        if meta is None or flow.response is None or flow.response.status_code < 400 or not self.config.ready:
+        if meta is None or flow.response is None or not self.config.ready:
+            return
+        if flow.response.status_code < 400:
+            self.config.recall_plan(flow.id)  # only an error answer is explained with it: forget it
             return
         with fail_open(flow.id, "error diagnosis", self.config.events):
             self._explain(flow, meta)
@@ -313,8 +310,8 @@ class ErrorExplainer:
             would_repair=summarize_actions(unapplied) if unapplied else "",
             kind=kind,
         )
-        if kind in REFUSED_VALUE or kind == "foreign":
-            advice = self._foreign_here(meta, plan, diagnosis, flow, doc, index) or advice
+        if kind in REFUSED_VALUE:
+            advice = self._foreign_here(meta, plan, doc, index) or advice
         location = f"{_TOP_LEVEL.get(wire_format, 'items')}[{index}]" if index is not None else None
         call_ids = [display_call_id(c[0]) for c in calls if c[0]]
         function = diagnosis.function or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None)
@@ -389,30 +386,20 @@ class ErrorExplainer:
         sent = {(v.rule, v.location) for v in found}
         return found, [v for v in client if (v.rule, v.location) not in sent]
 
-    def _foreign_here(
-        self,
-        meta: dict[str, Any],
-        plan: RepairPlan | None,
-        diagnosis: Diagnosis,
-        flow: http.HTTPFlow,
-        doc: Any,
-        index: int | None,
-    ) -> str | None:
+    def _foreign_here(self, meta: dict[str, Any], plan: RepairPlan | None, doc: Any, index: int | None) -> str | None:
         """What the proxy knows of a refused value at the place the error names: that it saw it issued for another
-        model, host or account (removal off, or the value had to stay), and what to do."""
+        model, host or account (removal off, or the value had to stay), and what to do. `doc` is this explanation's
+        own parse of the request, which is done with it: the removal may change it."""
         store = self.config.store
         if store is None or doc is None or index is None:
             return None
-        kept = [note for note in (plan.foreign_kept if plan is not None else []) if _at_index(note, index)]
+        kept = [note for at, note in (plan.foreign_kept if plan is not None else []) if at == index]
         if kept:
             return kept[0]
         if self.config.settings is None or self.config.settings.remove_foreign:
             return None
-        origin = Origin(meta["scope"], meta.get("request_model"))
         try:
-            removable, _ = formats.by_name(meta["format"]).remove_foreign(
-                copy.deepcopy(doc), foreign_lookup(store, origin), self._context(flow, meta, diagnosis)
-            )
+            removable, _ = formats.by_name(meta["format"]).remove_foreign(doc, foreign_lookup(store, Origin.of(meta)))
         except StoreUnavailable:
             return None
         here = [action for action in removable if action.index == index]

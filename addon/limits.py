@@ -7,6 +7,8 @@ README's "Bounded" section quotes these numbers.
 
 from __future__ import annotations
 
+import hashlib
+
 KiB = 1024
 MiB = 1024 * KiB
 
@@ -87,3 +89,28 @@ class Parts:
             self.size += size
         elif self.pieces:
             self.pieces = []  # never used once over: let it go
+
+
+# A name a request gives (its model) is logged and stored with every value of its answer: one longer than this
+# is cut, and keeps its own hash so that two long names stay two.
+MAX_NAME_CHARS = 256
+
+
+# A line in mitmdump's output or a flow comment: a diagnosis names what the client sent (a function's name, a
+# message's block type), which a client can make as long as a body.
+MAX_OUTPUT_LINE_CHARS = 8192
+
+
+def short_digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def cut_text(text: str, keep: int) -> str:
+    """A long text cut to `keep` characters, saying how long it was and which it was (a short SHA-256)."""
+    if len(text) <= keep:
+        return text
+    return f"{text[:keep]}…[cut: {len(text)} chars, sha256 {short_digest(text)}]"
+
+
+def bounded_name(name: str | None) -> str | None:
+    return cut_text(name, MAX_NAME_CHARS - 48) if name is not None and len(name) > MAX_NAME_CHARS else name

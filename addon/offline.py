@@ -24,11 +24,12 @@ from .decoding import message_body, message_prefix
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext, WireFormat
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from .provenance import Origin
 from .records import ReasoningRecord, RepairAction, Violation, display_call_id
 from .redact import redact_json, redact_text, redact_url
-from .repair import INSERTING, UnreadableBody, claim_request, plan_repair
+from .repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
 from .response_tap import read_recorded
-from .scope import caller_identity, request_scope
+from .scope import caller_identity, scope_of
 
 
 @dataclass
@@ -115,7 +116,7 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
             number=len(checks) + 1,
             url=redact_url(flow.request.pretty_url),
             wire_format=wire_format.name,
-            model=wire_format.request_model(flow.request.path, body, None),
+            model=request_model(wire_format, flow.request.path, body, None),
             live_repaired=live,
         )
         checks.append(check)
@@ -135,14 +136,15 @@ def _check_exchange(
     store: MemoryStore,
     placeholder: str,
 ) -> None:
-    named_account = caller_identity(flow.request).derived
+    identity = caller_identity(flow.request)
+    scope = scope_of(flow.request, identity)
     try:
         doc = jsoncodec.loads(body)
     except ValueError as e:
         check.unreadable = f"request body is {jsoncodec.why_not_read(e)}"
         check.beyond_tool = isinstance(e, jsoncodec.TooDeep)  # valid JSON this tool cannot follow
     else:
-        check.model = wire_format.request_model(flow.request.path, body, doc)
+        check.model = request_model(wire_format, flow.request.path, body, doc)
         context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
         check.violations = wire_format.check(doc, context)
         repaired = copy.deepcopy(doc)
@@ -153,8 +155,9 @@ def _check_exchange(
             check.model,
             store,
             placeholder,
+            scope,
             remove_foreign=True,
-            named_account=named_account,
+            named_account=identity.derived,
         )
         check.actions = plan.actions
         check.remaining = wire_format.check(repaired, plan.context)
@@ -165,13 +168,12 @@ def _check_exchange(
     if check.status >= 400:
         check.diagnosis = classify(check.status, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         return
-    scope = str(request_scope(flow.request))
-    meta = {"scope": scope, "request_model": check.model, "named_account": named_account}
+    origin = Origin(str(scope), check.model, identity.derived)
     for record in _records(wire_format.reader(), flow.response):
         record = record.model_copy(update={"request_model": check.model})
-        remember_issuer(store, meta, record, wire_format)
+        remember_issuer(store, origin, record, wire_format)
         if record.keys():
-            store.put(scope, record.keys(), record)
+            store.put(origin.scope, record.keys(), record)
         check.calls += [
             f"{call.name}({display_call_id(call.id)})" if call.id else call.name for call in record.tool_calls
         ]

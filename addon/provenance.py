@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,11 @@ class Origin:
             return None
         return cls(scope, model, bool(rest))
 
+    @classmethod
+    def of(cls, meta: Mapping[str, Any]) -> Origin:
+        """The origin of a request, from what the request hook noted on its flow (`flow.metadata`)."""
+        return cls(meta["scope"], meta.get("request_model"), bool(meta.get("named_account")))
+
     def may_be(self, request: Origin) -> bool:
         """Whether a value issued here may belong in `request`: same host and model, and an account not known to
         differ."""
@@ -123,6 +128,8 @@ def foreign_lookup(store: ReasoningStore, request: Origin) -> ForeignLookup:
     mine = request.encode()
 
     def foreign(values: list[str]) -> dict[str, str]:
+        if not values:
+            return {}
         digests = {value: value_digest(value) for value in dict.fromkeys(values) if value not in NEVER_ISSUED}
         known = store.get_origins(list(dict.fromkeys(digests.values())))
         why = {}

@@ -31,9 +31,17 @@ def _canonical_text(arguments: str) -> str:
     return _canonical_value(value)
 
 
+def _as_read(value: Any) -> Any:
+    """A number a request keeps as written (jsoncodec.ExactNumber), as an answer's parse reads it: a float."""
+    text = getattr(value, "text", None)
+    if isinstance(text, str):
+        return float(text)
+    raise TypeError
+
+
 def _canonical_value(value: Any) -> str:
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(value, default=_as_read, option=orjson.OPT_SORT_KEYS).decode()
     except TypeError:
         try:
             return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import ahocorasick
 
 from . import jsoncodec
+from .limits import MAX_OUTPUT_LINE_CHARS, cut_text
 
 REDACTED = "[REDACTED]"
 
@@ -317,7 +318,7 @@ class _Masking(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        masked = redact_text(message)
+        masked = cut_text(redact_text(message), MAX_OUTPUT_LINE_CHARS)  # masked first: a cut could hide a key's shape
         if masked != message:
             record.msg, record.args = masked, None
         return True

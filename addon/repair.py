@@ -15,12 +15,12 @@ from .events import Repaired, loggable_actions
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
-from .limits import MAX_DECODED_BYTES
+from .limits import MAX_DECODED_BYTES, bounded_name
 from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
-from .records import RepairAction, summarize_actions
+from .records import RepairAction, display_call_id, summarize_actions
 from .redact import masked_logger, redact_url
-from .scope import Scope, caller_identity, request_scope, scope_of
+from .scope import Scope, caller_identity, scope_of
 
 logger = masked_logger(__name__)
 
@@ -35,8 +35,9 @@ class RepairPlan:
     actions: list[RepairAction]
     cache: CacheView
     context: RepairContext
-    # Foreign values that had to stay where they were, each said for a person (see WireFormat.remove_foreign).
-    foreign_kept: list[str] = field(default_factory=list)
+    # Foreign values that had to stay where they were: the index of each one's item, and a note for a person (see
+    # WireFormat.remove_foreign).
+    foreign_kept: list[tuple[int, str]] = field(default_factory=list)
 
     def cache_entries(self) -> list[dict[str, Any]]:
         """The cache entries the repair inserted state from: what to drop if the provider refuses it."""
@@ -59,7 +60,7 @@ def plan_repair(
     model: str | None,
     store: ReasoningStore,
     placeholder: str,
-    scope: Scope | None = None,
+    scope: Scope,
     *,
     by_content: bool = True,
     remove_foreign: bool = False,
@@ -72,13 +73,12 @@ def plan_repair(
     takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
     that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
     the caller's credential names its account (`provenance.Origin.named`)."""
-    scope_name = str(scope or request_scope(request))
+    scope_name = str(scope)
     context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
     removed: list[RepairAction] = []
-    kept: list[str] = []
+    kept: list[tuple[int, str]] = []
     if remove_foreign:
-        foreign = foreign_lookup(store, Origin(scope_name, model, named_account))
-        removed, kept = wire_format.remove_foreign(doc, foreign, context)
+        removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model, named_account)))
     if not restore:
         return RepairPlan(removed, CacheView({}, model), context, kept)
     keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
@@ -93,6 +93,24 @@ def may_hold_foreign(wire_format: WireFormat, body: bytes) -> bool:
 
 def _model_name(model: str | None) -> str:
     return f"model {model}" if model is not None else "a request that named no model"
+
+
+def _mismatch_note(mismatched: dict[str, str | None], model: str | None) -> str:
+    """What the cache held for another model, said once for a request."""
+    by_model: dict[str | None, list[str]] = {}
+    for key, other in mismatched.items():
+        by_model.setdefault(other, []).append(key)
+    parts = [
+        f"{len(keys)} key(s) from {_model_name(other)} (first {display_call_id(keys[0])})"
+        for other, keys in by_model.items()
+    ]
+    return f"reasoning cached for {'; '.join(parts)}; not replayed into {_model_name(model)}"
+
+
+def request_model(wire_format: WireFormat, path: str, body: bytes, doc: Any | None) -> str | None:
+    """The model a request is for, as the proxy keeps it: a name past MAX_NAME_CHARS (a client's or an attacker's)
+    is cut and made unique by its hash, since it is logged and stored with every value of the answer."""
+    return bounded_name(wire_format.request_model(path, body, doc))
 
 
 class UnreadableBody(ValueError):
@@ -169,17 +187,17 @@ class RequestRepair:
         restore = wire_format.may_need_repair(body)
         if not restore and not (remove_foreign and may_hold_foreign(wire_format, body)):
             # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
-            meta["request_model"] = wire_format.request_model(request.path, body, None)
+            meta["request_model"] = request_model(wire_format, request.path, body, None)
             return
         try:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
-            meta["request_model"] = wire_format.request_model(request.path, body, None)
+            meta["request_model"] = request_model(wire_format, request.path, body, None)
             report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.config.events)
             return
         store = self.config.store
         assert store is not None
-        model = meta["request_model"] = wire_format.request_model(request.path, body, doc)
+        model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
         try:
             placeholder = settings.signature_placeholder
             plan = plan_repair(
@@ -198,19 +216,16 @@ class RequestRepair:
         except StoreUnavailable as e:
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
             return
-        for key, other in plan.cache.mismatched.items():
-            reason = (
-                f"reasoning cached for {key} came from {_model_name(other)}; not replayed into {_model_name(model)}"
-            )
-            report_skip(flow, reason, self.config.events)
-        for note in plan.foreign_kept:
+        if plan.cache.mismatched:
+            # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
+            report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.config.events)
+        for _, note in plan.foreign_kept:
             report_skip(flow, note, self.config.events)
         actions = plan.actions
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
                 self.config.remember_plan(flow.id, plan)
             return
-        summary = summarize_actions(actions)
         keep = self.config.keep_bodies()
         if settings.repair:
             try:
@@ -222,7 +237,7 @@ class RequestRepair:
                 meta["original_request"] = body
             request.set_content(repaired)
             flow.marked = REPAIR_MARKER
-            add_comment(flow, "llm repaired: " + summary)
+            add_comment(flow, "llm repaired: " + summarize_actions(actions))
         # Repair off too: an error answer is then explained with what the proxy would have done.
         self.config.remember_plan(flow.id, plan)
         if keep:

@@ -16,7 +16,7 @@ _EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class SSEOverflow(ValueError):
-    """One line grew past the parser's limit; the stream is not sensible SSE."""
+    """One line, or one event's data, grew past the parser's limit; the stream is not sensible SSE."""
 
 
 @dataclass(slots=True)
@@ -75,6 +75,7 @@ class SSEParser:
     max_line: int = 16 * 1024 * 1024
     _pending: bytearray = field(default_factory=bytearray)
     _data: list[bytes] = field(default_factory=list)
+    _data_bytes: int = 0  # held in _data: an event that never ends must not grow without bound, line by line
     _event: str | None = None
     _id: str | None = None
 
@@ -146,6 +147,7 @@ class SSEParser:
             if self._data:
                 events.append(SSEEvent(b"\n".join(self._data), self._event, self._id))
             self._data = []
+            self._data_bytes = 0
             self._event = None
             return
         if line[0] == 0x3A:  # ":" starts a comment
@@ -154,6 +156,9 @@ class SSEParser:
         if sep and value[:1] == b" ":
             value = value[1:]
         if name == b"data":
+            self._data_bytes += len(value) + 1
+            if self._data_bytes > self.max_line:
+                raise SSEOverflow(f"an SSE event's data exceeds {self.max_line} bytes")
             self._data.append(value)
         elif name == b"event":
             self._event = value.decode("utf-8", "replace")

@@ -41,7 +41,7 @@ from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_
 from llm_reasoning_proxy.repair import plan_repair  # noqa: E402
 from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
 from llm_reasoning_proxy.response_tap import ResponseTap  # noqa: E402
-from llm_reasoning_proxy.scope import credential_fingerprint  # noqa: E402
+from llm_reasoning_proxy.scope import credential_fingerprint, request_scope  # noqa: E402
 from mitmproxy import http  # noqa: E402
 
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
@@ -361,7 +361,11 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     plans = []
 
     def plan() -> None:
-        plans.append(plan_repair(wire_format, request, next(docs), MODEL, store, "auto", remove_foreign=True))
+        plans.append(
+            plan_repair(
+                wire_format, request, next(docs), MODEL, store, "auto", request_scope(request), remove_foreign=True
+            )
+        )
 
     memory = RepairMemory()
 
@@ -392,7 +396,7 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     plan()
     actions = plans[0].actions
     repaired = jsoncodec.loads_exact(body)
-    plan_repair(wire_format, request, repaired, MODEL, store, "auto", remove_foreign=True)
+    plan_repair(wire_format, request, repaired, MODEL, store, "auto", request_scope(request), remove_foreign=True)
     stages["  c serialise (exact)"] = lambda: jsoncodec.dumps_request(repaired)
     stages["  c summary and masked log line"] = log_line
     out = {}
@@ -419,7 +423,9 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         def run() -> int:
             doc = jsoncodec.loads_exact(body)
             model = wire_format.request_model(path, body, doc)
-            plan = plan_repair(wire_format, request, doc, model, store, "auto", remove_foreign=True)
+            plan = plan_repair(
+                wire_format, request, doc, model, store, "auto", request_scope(request), remove_foreign=True
+            )
             return len(jsoncodec.dumps_request(doc)) if plan.actions else 0
 
         assert run() > 0, f"{name}: nothing was repaired"
@@ -441,7 +447,9 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         assert wire_format is not None and wire_format.may_need_repair(bodies.b2)
         doc = jsoncodec.loads(bodies.b2)
         request = http.Request.make("POST", f"http://127.0.0.1:{upstream_port}/v1/chat/completions", bodies.b2, HEADERS)
-        assert not plan_repair(wire_format, request, doc, MODEL, store, "auto", remove_foreign=True).actions
+        assert not plan_repair(
+            wire_format, request, doc, MODEL, store, "auto", request_scope(request), remove_foreign=True
+        ).actions
 
     checks = (
         ("recognise b: chat 100 KB, no tool calls", recognise_b, bodies.b),

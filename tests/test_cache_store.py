@@ -607,6 +607,13 @@ def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog, monkeypatch):
     server.stop()
 
 
+def test_a_redis_password_in_the_query_is_never_shown_either():
+    from llm_reasoning_proxy.cache.redis_store import display_url
+
+    shown = display_url("redis://user:pw1secret@cache.internal/0?password=hunter2")
+    assert "hunter2" not in shown and "pw1secret" not in shown and "cache.internal/0" in shown
+
+
 def test_redis_url_password_never_shown(redis_server):
     store = RedisStore(f"redis://:hunter2@127.0.0.1:{redis_server.port}/0", LIMITS)
     assert "hunter2" not in store.description and ":***@" in store.description

@@ -296,3 +296,22 @@ def test_compressed_data_cut_short_is_not_decodable(name: str) -> None:
     with pytest.raises(NotDecodable, match="cut short"):
         decode_body(whole[: len(whole) // 2], name, MIB)
     assert decode_body(b"", name, MIB) == b""  # an empty body is no cut one
+
+
+def test_an_error_body_cut_short_gives_what_was_decoded_of_it() -> None:
+    import gzip as gzip_module
+
+    from llm_reasoning_proxy.decoding import decode_prefix
+
+    text = b'{"error":{"message":"Corrupted thought signature."}}' * 50
+    compressed = gzip_module.compress(text)
+    assert decode_prefix(compressed[:-8], "gzip", 1024 * 1024) == text  # the trailer is gone, the text is whole
+
+
+def test_an_error_body_prefix_is_as_long_as_asked() -> None:
+    import gzip as gzip_module
+
+    from llm_reasoning_proxy.decoding import decode_prefix
+
+    text = bytes(range(256)) * 4096  # 1 MiB
+    assert decode_prefix(gzip_module.compress(text), "gzip", 100 * 1024) == text[: 100 * 1024]

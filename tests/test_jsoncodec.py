@@ -101,3 +101,12 @@ def test_a_body_with_a_lone_surrogate_and_a_float_is_not_written_back_with_other
     doc = jsoncodec.loads_exact(b'["\\ud800",1e16,1e-7]')
     with pytest.raises(NotWritable):  # the standard library would write 1e+16 and 1e-07: the repair is declined
         jsoncodec.dumps_request(doc)
+
+
+def test_arguments_read_exactly_have_the_digest_of_those_an_answer_gave() -> None:
+    """A request is read keeping each number as written (1.50, 1e5); the captured call's arguments were read as
+    floats. Both must give one digest, or a call is not found by its name and arguments."""
+    from llm_reasoning_proxy.records import arguments_digest
+
+    written = b'{"ratio": 1.50, "size": 1e5, "n": 3}'
+    assert arguments_digest(jsoncodec.loads_exact(written)) == arguments_digest(jsoncodec.loads(written))

@@ -54,3 +54,73 @@ def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> Non
     small = cpu_seconds(make(BASE), wire_format)
     large = cpu_seconds(make(BASE * SCALE), wire_format)
     assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
+
+
+# --- a request's removal of values issued elsewhere: as many foreign values as a client cares to send ----------
+
+
+def anthropic_foreign(count: int) -> dict:
+    """One earlier assistant message of `count` foreign thinking blocks and a tool_use, then a new question."""
+    blocks = [{"type": "thinking", "thinking": "", "signature": f"FOREIGN-{n}"} for n in range(count)]
+    blocks.append({"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}})
+    return {
+        "model": "model-y",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}]},
+            {"role": "assistant", "content": [{"type": "text", "text": "done"}]},
+            {"role": "user", "content": "q2"},
+        ],
+    }
+
+
+def chat_foreign(count: int) -> dict:
+    """One earlier assistant message with `count` foreign reasoning_details entries, then a new question."""
+    details = [{"type": "reasoning.encrypted", "data": f"FOREIGN-{n}"} for n in range(count)]
+    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    return {
+        "model": "model-y",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": None, "reasoning_details": details, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+            {"role": "user", "content": "q2"},
+        ],
+    }
+
+
+REMOVALS: dict[str, tuple[Callable[[int], dict], str]] = {
+    "anthropic foreign thinking blocks": (anthropic_foreign, "anthropic_messages"),
+    "chat foreign reasoning_details entries": (chat_foreign, "chat_completions"),
+}
+
+
+def removal_cpu_seconds(make: Callable[[int], dict], wire_format: str, count: int) -> float:
+    import copy
+
+    def foreign(values: list[str]) -> dict[str, str]:
+        return dict.fromkeys(values, "issued for model model-x, not model-y")
+
+    doc = make(count)
+    best = float("inf")
+    for _ in range(3):
+        body = copy.deepcopy(doc)
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            actions, _ = formats.by_name(wire_format).remove_foreign(body, foreign)
+            best = min(best, time.process_time() - started)
+        finally:
+            gc.enable()
+    assert len(actions) == count
+    return best
+
+
+@pytest.mark.parametrize("case", sorted(REMOVALS))
+def test_ten_times_the_foreign_values_cost_about_ten_times_the_time(case: str) -> None:
+    make, wire_format = REMOVALS[case]
+    small = removal_cpu_seconds(make, wire_format, BASE)
+    large = removal_cpu_seconds(make, wire_format, BASE * SCALE)
+    assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"

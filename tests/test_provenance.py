@@ -112,7 +112,7 @@ def anthropic_doc() -> dict[str, Any]:
 def test_anthropic_removes_foreign_blocks_of_finished_turns_and_keeps_the_current_loops() -> None:
     doc = anthropic_doc()
     before = copy.deepcopy(doc)
-    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["X1", "X2", "X3"])), context())
+    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["X1", "X2", "X3"])))
     assert [(a.kind, a.location, a.fields, a.tool_call_id) for a in actions] == [
         ("foreign_removed", "messages[1].content[0]", ["thinking"], "toolu_1"),
         ("foreign_removed", "messages[3].content[0]", ["thinking"], None),
@@ -123,21 +123,22 @@ def test_anthropic_removes_foreign_blocks_of_finished_turns_and_keeps_the_curren
     assert doc["messages"][1]["content"] == [use("toolu_1")]
     assert doc["messages"][3]["content"] == [{"type": "text", "text": "done"}]
     assert doc["messages"][5] == before["messages"][5]  # the current loop's last assistant message needs its block
-    assert len(kept) == 1 and kept[0].startswith("thinking block at messages[5].content[0] issued for model model-x")
+    assert len(kept) == 1 and kept[0][0] == 5
+    assert kept[0][1].startswith("thinking block at messages[5].content[0] issued for model model-x")
 
 
 def test_anthropic_leaves_unknown_and_own_values_alone() -> None:
     doc = anthropic_doc()
     before = copy.deepcopy(doc)
-    assert AnthropicMessages().remove_foreign(doc, lookup((MINE, ["X1", "X2", "X3"])), context()) == ([], [])
-    assert AnthropicMessages().remove_foreign(doc, lookup(), context()) == ([], [])
+    assert AnthropicMessages().remove_foreign(doc, lookup((MINE, ["X1", "X2", "X3"]))) == ([], [])
+    assert AnthropicMessages().remove_foreign(doc, lookup()) == ([], [])
     assert doc == before
 
 
 def test_anthropic_without_thinking_the_last_message_loses_its_foreign_block_too() -> None:
     doc = anthropic_doc()
     del doc["thinking"]
-    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["X3"])), context())
+    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["X3"])))
     assert [a.location for a in actions] == ["messages[5].content[0]"] and kept == []
 
 
@@ -150,8 +151,8 @@ def test_anthropic_a_message_that_is_only_a_foreign_block_stays() -> None:
             {"role": "user", "content": "q2"},
         ],
     }
-    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["D1"])), context())
-    assert actions == [] and "all the message holds" in kept[0]
+    actions, kept = AnthropicMessages().remove_foreign(doc, lookup((FROM_X, ["D1"])))
+    assert actions == [] and kept[0][0] == 1 and "all the message holds" in kept[0][1]
 
 
 # --- Responses ----------------------------------------------------------------------------------------------
@@ -167,7 +168,7 @@ def test_responses_drops_foreign_reasoning_items() -> None:
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]},
     ]
     doc = {"model": "model-y", "input": items}
-    actions, kept = Responses().remove_foreign(doc, lookup((FROM_X, ["ENC1"]), (MINE, ["ENC2"])), context())
+    actions, kept = Responses().remove_foreign(doc, lookup((FROM_X, ["ENC1"]), (MINE, ["ENC2"])))
     assert [(a.location, a.fields, a.tool_call_id) for a in actions] == [("input[1]", ["reasoning rs_1"], "call_1")]
     assert [item.get("id") for item in doc["input"]] == [None, None, None, "rs_2", None]
     assert kept == []
@@ -186,7 +187,7 @@ def test_gemini_drops_foreign_signatures_and_the_repair_then_sends_the_placehold
     path = "/v1beta/models/gemini-3-flash-preview:generateContent"
     gemini_context = RepairContext(path=path, model="gemini-3-flash-preview", placeholder="auto")
     gemini = GeminiNative()
-    actions, _ = gemini.remove_foreign(doc, lookup((FROM_X, ["U0lHMQ=="])), gemini_context)
+    actions, _ = gemini.remove_foreign(doc, lookup((FROM_X, ["U0lHMQ=="])))
     assert [(a.kind, a.location, a.fields) for a in actions] == [
         ("foreign_removed", "contents[1].parts[0]", ["thoughtSignature"])
     ]
@@ -224,9 +225,9 @@ def test_chat_removes_foreign_values_of_finished_turns_only(where: str) -> None:
         messages += [{"role": "assistant", "content": "done"}, {"role": "user", "content": "q2"}]
     before = copy.deepcopy(messages)
     foreign = lookup((FROM_X, ["OPAQUE-X", "ENC-X", "TS-X"]))
-    actions, kept = ChatCompletions().remove_foreign({"messages": messages}, foreign, context())
+    actions, kept = ChatCompletions().remove_foreign({"messages": messages}, foreign)
     if where == "current turn":
-        assert actions == [] and messages == before and len(kept) == 3
+        assert actions == [] and messages == before and [index for index, _ in kept] == [1, 1, 1]
         return
     assert kept == []
     assert sorted(field for a in actions for field in a.fields) == [

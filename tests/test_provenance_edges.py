@@ -12,7 +12,6 @@ from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
 from llm_reasoning_proxy.capture import remember_issuer
-from llm_reasoning_proxy.formats import RepairContext
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
 from llm_reasoning_proxy.provenance import Origin, foreign_lookup, record_origins, value_digest
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
@@ -65,7 +64,8 @@ def test_a_refreshed_oauth_token_does_not_make_the_clients_own_signatures_foreig
     )
     from llm_reasoning_proxy import formats
 
-    remember_issuer(config.store, issued_under.metadata["llm"], record, formats.by_name("gemini_native"))
+    origin = Origin.of(issued_under.metadata["llm"])
+    remember_issuer(config.store, origin, record, formats.by_name("gemini_native"))
 
     flow = vertex_flow(after, {"contents": contents})
     sent = flow.request.raw_content
@@ -114,8 +114,7 @@ def test_chat_names_the_call_whose_signature_was_removed() -> None:
         {"role": "assistant", "content": "done"},
         {"role": "user", "content": "q2"},
     ]
-    context = RepairContext(path="/v1/chat/completions", model="model-y")
-    actions, _ = ChatCompletions().remove_foreign({"messages": messages}, foreign_lookup(store, MINE), context)
+    actions, _ = ChatCompletions().remove_foreign({"messages": messages}, foreign_lookup(store, MINE))
     assert [(a.fields, a.tool_call_id) for a in actions] == [(["tool_calls[1].extra_content"], "call_b")]
 
 
@@ -160,9 +159,7 @@ def test_one_answer_cannot_flush_every_origin_the_proxy_knows() -> None:
     )
     from llm_reasoning_proxy import formats
 
-    remember_issuer(
-        store, {"scope": "evil.example:443|x", "request_model": "m"}, flood, formats.by_name("anthropic_messages")
-    )
+    remember_issuer(store, Origin("evil.example:443|x", "m"), flood, formats.by_name("anthropic_messages"))
     assert store.get_origins([value_digest("victim")]) == {value_digest("victim"): {MINE.encode()}}
 
 

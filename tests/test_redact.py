@@ -350,3 +350,26 @@ def test_shapes_the_review_found_slipping_through_are_masked(text: str, secret: 
 def test_code_in_a_models_reasoning_is_no_credential_to_the_cache(text: str) -> None:
     assert not holds_credential(text)  # masked in the log all the same, but kept in the cache
     assert holds_credential(text + " " + SHAPES["openai"][0])
+
+
+def test_a_line_in_mitmdumps_output_is_masked_then_bounded(caplog: pytest.LogCaptureFixture) -> None:
+    from llm_reasoning_proxy.limits import MAX_OUTPUT_LINE_CHARS
+    from llm_reasoning_proxy.redact import masked_logger
+
+    key = planted("sk-proj-", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6")
+    head = "llm 400: function "
+    function = "f" * (MAX_OUTPUT_LINE_CHARS - len(head) - len(", key ") - 10)  # the cut falls inside the key
+    with caplog.at_level("WARNING"):
+        masked_logger("llm_reasoning_proxy.test").warning("llm 400: function %s, key %s %s", function, key, "t" * 200)
+    (message,) = [record.getMessage() for record in caplog.records]
+    assert len(message) < MAX_OUTPUT_LINE_CHARS + 64 and "sk-proj-A" not in message and "[cut: " in message
+
+
+def test_a_flow_comment_is_masked_then_bounded() -> None:
+    from llm_reasoning_proxy.annotate import add_comment
+    from llm_reasoning_proxy.limits import MAX_OUTPUT_LINE_CHARS
+    from mitmproxy.test import tflow
+
+    flow = tflow.tflow()
+    add_comment(flow, "x" * (MAX_OUTPUT_LINE_CHARS * 10))
+    assert MAX_OUTPUT_LINE_CHARS < len(flow.comment) < MAX_OUTPUT_LINE_CHARS + 64

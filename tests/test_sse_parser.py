@@ -457,3 +457,16 @@ def test_marked_events_are_the_parsed_events_holding_a_marker(seed: int) -> None
 )
 def test_marked_events_leave_anything_but_one_line_data_events_to_the_parser(chunk: bytes) -> None:
     assert marked_events(chunk, (b"reasoning",)) is None
+
+
+def test_an_event_that_never_ends_is_bounded_too():
+    """Many short data lines and no blank line: each line is within max_line, the event they make is not."""
+    parser = SSEParser(max_line=100)
+    parser.feed(b"data: 0123456789\n" * 6)
+    with pytest.raises(SSEOverflow, match="event's data exceeds 100 bytes"):
+        parser.feed(b"data: 0123456789\n" * 6)
+
+
+def test_an_event_up_to_the_bound_is_read_whole():
+    parser = SSEParser(max_line=100)
+    assert parser.feed(b"data: 0123456789\n" * 9 + b"\n") == [SSEEvent(b"\n".join([b"0123456789"] * 9))]

@@ -28,7 +28,7 @@ from redis.retry import Retry
 
 from .. import jsoncodec
 from ..records import ReasoningRecord
-from ..redact import masked_logger
+from ..redact import masked_logger, redact_url
 from .base import CacheLimits, StoreError, StoreUnavailable
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
@@ -47,13 +47,13 @@ T = TypeVar("T")
 
 
 def display_url(url: str) -> str:
-    """The URL without its password, for logs and messages."""
+    """The URL without its password (in the user info or as a query parameter), for logs and messages."""
     scheme, sep, rest = url.partition("://")
     userinfo, at, hostpart = rest.rpartition("@")
-    if not at:
-        return url
-    user, colon, _ = userinfo.partition(":")
-    return f"{scheme}{sep}{user}{':***' if colon else ''}@{hostpart}"
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        url = f"{scheme}{sep}{user}{':***' if colon else ''}@{hostpart}"
+    return redact_url(url) if "?" in url else url
 
 
 class RedisStore:

@@ -297,7 +297,7 @@ def repair_targets(messages: list[Any]) -> list[int]:
     blocks and no thinking block at all qualify: a thinking block the client
     sent is never touched.
     """
-    last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    last = last_assistant(messages)
     candidates = set(range(current_turn_start(messages), len(messages)))
     if last is not None:
         candidates.add(last)
@@ -349,18 +349,23 @@ def _signed_value(block: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def last_assistant(messages: list[Any]) -> int | None:
+    """The index of the last assistant message with a content list: the one the API checks."""
+    return max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+
+
 def required_thinking_at(doc: Any, messages: list[Any]) -> int | None:
     """The assistant message whose thinking blocks cannot go: with thinking on, the last assistant message when
     it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking block)."""
     if not thinking_enabled(doc):
         return None
-    last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    last = last_assistant(messages)
     if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
         return None
     return last
 
 
-def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[str]]:
+def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
     """Drops the thinking blocks another model, host or account signed; earlier turns may lose their thinking
     (the API strips it anyway), the message the current tool loop ends with may not, so foreign blocks there stay."""
     messages = doc.get("messages") if isinstance(doc, dict) else None
@@ -372,38 +377,38 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
         for position, block in enumerate(_content(message) or ())
         if (value := _signed_value(block)) is not None
     ]
-    why = foreign([value for _, _, value in sites]) if sites else {}
+    why = foreign([value for _, _, value in sites])
     if not why:
         return [], []
     required = required_thinking_at(doc, messages)
     actions: list[RepairAction] = []
-    kept: list[str] = []
+    kept: list[tuple[int, str]] = []
+    first_use: dict[int, str | None] = {}  # removing thinking blocks leaves the tool_use blocks as they are
     for index, position, value in reversed(sites):  # from the end, so that positions before stay valid
         reason = why.get(value)
         if reason is None:
             continue
         content = messages[index]["content"]
         kind = content[position]["type"]
+        where = f"{kind} block at messages[{index}].content[{position}] {reason}"
         if index == required:
-            kept.append(
-                f"{kind} block at messages[{index}].content[{position}] {reason}; left in place: the current tool "
-                "loop's last assistant message must start with its thinking (finish the loop on that model)"
-            )
+            note = "the current tool loop's last assistant message must start with its thinking (finish the loop on "
+            kept.append((index, f"{where}; left in place: {note}that model)"))
             continue
         if len(content) == 1:
-            kept.append(
-                f"{kind} block at messages[{index}].content[{position}] {reason}; left: it is all the message holds"
-            )
+            kept.append((index, f"{where}; left: it is all the message holds"))
             continue
+        if index not in first_use:
+            uses = _tool_uses(content)
+            first_use[index] = _use_parts(uses[0])[0] if uses else None
         del content[position]
-        uses = _tool_uses(content)
         actions.append(
             RepairAction(
                 kind="foreign_removed",
                 location=f"messages[{index}].content[{position}]",
                 index=index,
                 fields=[kind],
-                tool_call_id=_use_parts(uses[0])[0] if uses else None,
+                tool_call_id=first_use[index],
                 reason=reason,
             )
         )
@@ -420,9 +425,7 @@ class AnthropicMessages(Routed):
     signed_fields = frozenset({"signature", "data"})
     signed_markers = (b'"signature"', b'"redacted_thinking"')
 
-    def remove_foreign(
-        self, doc: Any, foreign: ForeignLookup, context: RepairContext
-    ) -> tuple[list[RepairAction], list[str]]:
+    def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         return remove_foreign_blocks(doc, foreign)
 
     def route(self, path: str) -> bool:
@@ -480,7 +483,7 @@ class AnthropicMessages(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list) or not thinking_enabled(doc):
             return []
-        last = max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+        last = last_assistant(messages)
         content = _content(messages[last]) if last is not None else None
         if not content or not _tool_uses(content) or is_thinking_block(content[0]):
             return []

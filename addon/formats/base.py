@@ -193,11 +193,10 @@ class WireFormat(Protocol):
     # Byte strings one of which a request holding such a value must contain (checked before parsing).
     signed_markers: tuple[bytes, ...]
 
-    def remove_foreign(
-        self, doc: Any, foreign: ForeignLookup, context: RepairContext
-    ) -> tuple[list[RepairAction], list[str]]:
+    def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         """Removes from `doc`, in place and as the provider accepts, each signed value that `foreign` says another
-        origin issued; returns what was removed and, for a person, each foreign value that had to stay."""
+        origin issued; returns what was removed and each foreign value that had to stay (the index of its item in
+        the body's top-level list, and a note for a person)."""
         ...
 
 

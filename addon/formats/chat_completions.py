@@ -328,35 +328,42 @@ def _merge(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 _SIGNATURE_PATH = ("extra_content", "google", "thought_signature")
 
 
-def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, dict[str, Any] | None]]:
-    """(where, how to remove it, value, the call it is on) of each signed value of an assistant message: Copilot's
+def _call_id(call: dict[str, Any] | None) -> str | None:
+    call_id = call.get("id") if call is not None else None
+    return call_id if isinstance(call_id, str) else None
+
+
+def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, str | None]]:
+    """(where, how to remove it, value, tool call id) of each signed value of an assistant message: Copilot's
     `reasoning_opaque`, OpenRouter's signed or encrypted `reasoning_details` entries, a call's Gemini
-    `thought_signature`. How to remove is a list and the entry to take out of it, or a dict and the path of keys
-    to the value; the call is None for values of the whole message."""
+    `thought_signature`. How to remove is a list and the position to take out of it, or a dict and the path of
+    keys to the value; the id is the call's, or for values of the whole message its first call's."""
+    calls = _tool_calls(message)
+    first = _call_id(calls[0]) if calls else None
     opaque = message.get("reasoning_opaque")
     if isinstance(opaque, str) and opaque:
-        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque, None
+        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque, first
     details = message.get(DETAILS_FIELD)
     if isinstance(details, list):
         for position, entry in enumerate(details):
             for key in ("signature", "data"):
                 value = entry.get(key) if isinstance(entry, dict) else None
                 if isinstance(value, str) and value:
-                    yield f"{DETAILS_FIELD}[{position}]", (details, entry), value, None
+                    yield f"{DETAILS_FIELD}[{position}]", (details, position), value, first
                     break
-    for position, call in enumerate(_tool_calls(message)):
+    for position, call in enumerate(calls):
         extra = call.get("extra_content")
         google = extra.get("google") if isinstance(extra, dict) else None
         value = google.get("thought_signature") if isinstance(google, dict) else None
         if isinstance(value, str) and value:
-            yield f"tool_calls[{position}].extra_content", (call, _SIGNATURE_PATH), value, call
+            yield f"tool_calls[{position}].extra_content", (call, _SIGNATURE_PATH), value, _call_id(call)
 
 
 def _take_out(container: Any, what: Any) -> None:
     """Removes a value found by `_signed_sites`; objects it leaves empty go with it (`extra_content: {google: {}}`
     is no more than the client would have sent without the signature)."""
     if isinstance(container, list):
-        container.remove(what)
+        del container[what]  # sites are taken out from the last, so the positions before stay valid
         return
     parents = [container]
     for key in what[:-1]:
@@ -368,7 +375,9 @@ def _take_out(container: Any, what: Any) -> None:
         del parent[key]
 
 
-def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[list[RepairAction], list[str]]:
+def remove_foreign_values(
+    messages: list[Any], foreign: ForeignLookup
+) -> tuple[list[RepairAction], list[tuple[int, str]]]:
     """Removes signed values another model, host or account issued from finished turns (providers take earlier
     turns without them). The current tool loop's values stay: there the provider wants them, and takes no
     substitute, so the note says to finish the loop on the model that issued them."""
@@ -378,23 +387,20 @@ def remove_foreign_values(messages: list[Any], foreign: ForeignLookup) -> tuple[
         if _is_assistant(message)
         for site in _signed_sites(message)
     ]
-    why = foreign([site[3] for site in sites]) if sites else {}
+    why = foreign([site[3] for site in sites])
     if not why:
         return [], []
     current = set(_current_turn(messages))
     actions, kept = [], []
-    for index, where, (container, what), value, on_call in reversed(sites):  # entries of a list go from the end
+    for index, where, (container, what), value, call_id in reversed(sites):  # list entries go from the last
         reason = why.get(value)
         if reason is None:
             continue
         location = f"messages[{index}]"
         if index in current:
-            kept.append(f"{where} of {location} {reason}; left in place: the current tool loop needs it")
+            kept.append((index, f"{where} of {location} {reason}; left in place: the current tool loop needs it"))
             continue
         _take_out(container, what)
-        calls = _tool_calls(messages[index])
-        call = on_call if on_call is not None else calls[0] if calls else None  # the message's: its first call
-        call_id = call.get("id") if call is not None and isinstance(call.get("id"), str) else None
         actions.append(
             RepairAction(
                 kind="foreign_removed",
@@ -420,9 +426,7 @@ class ChatCompletions(Routed):
     signed_fields = frozenset({"reasoning_opaque", "thought_signature", "signature", "data"})
     signed_markers = (b'"reasoning_opaque"', b'"thought_signature"', b'"reasoning_details"')
 
-    def remove_foreign(
-        self, doc: Any, foreign: ForeignLookup, context: RepairContext
-    ) -> tuple[list[RepairAction], list[str]]:
+    def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return remove_foreign_values(messages, foreign) if isinstance(messages, list) else ([], [])
 

@@ -304,7 +304,7 @@ def remove_foreign_signatures(contents: list[Any], foreign: ForeignLookup) -> li
         for key in SIGNATURE_KEYS
         if isinstance(part.get(key), str) and part[key]
     ]
-    why = foreign([value for *_, value in sites]) if sites else {}
+    why = foreign([value for *_, value in sites])
     actions = []
     for index, position, part, key, value in sites:
         if value not in why:
@@ -332,9 +332,7 @@ class GeminiNative(Routed):
     signed_fields = frozenset(SIGNATURE_KEYS)
     signed_markers = (b'"thoughtSignature"', b'"thought_signature"')
 
-    def remove_foreign(
-        self, doc: Any, foreign: ForeignLookup, context: RepairContext
-    ) -> tuple[list[RepairAction], list[str]]:
+    def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         contents = doc.get("contents") if isinstance(doc, dict) else None
         return (remove_foreign_signatures(contents, foreign) if isinstance(contents, list) else []), []
 

@@ -389,7 +389,7 @@ def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[Repai
         for index, item in enumerate(items)
         if _is_reasoning(item) and isinstance(item.get("encrypted_content"), str) and item["encrypted_content"]
     ]
-    why = foreign([value for _, value in sites]) if sites else {}
+    why = foreign([value for _, value in sites])
     actions = []
     for index, value in reversed(sites):  # from the end, so that indexes before stay valid
         if value not in why:
@@ -420,9 +420,7 @@ class Responses(Routed):
     signed_fields = frozenset({"encrypted_content"})
     signed_markers = (b'"encrypted_content"',)
 
-    def remove_foreign(
-        self, doc: Any, foreign: ForeignLookup, context: RepairContext
-    ) -> tuple[list[RepairAction], list[str]]:
+    def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         items = doc.get("input") if isinstance(doc, dict) else None
         return (remove_foreign_items(items, foreign) if isinstance(items, list) else []), []
 
