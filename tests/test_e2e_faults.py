@@ -232,16 +232,19 @@ def test_client_gone_mid_stream(
     log, first_line, since = LogTail(proxy_state / "events.jsonl"), len(proxy.lines), len(fake.requests)
     path, marker = marked()
     received = b""
-    # 0.3 s between events: the client is long gone before the stream would end.
-    with httpx.stream(
-        "POST", f"{proxy.url}{path}", content=chat_body(stream=True), headers=headers_for(api_key, event_delay="0.3")
-    ) as response:
-        for piece in response.iter_raw():
-            received += piece
-            if b'"tool_calls"' in received if hang_up == "after-tool-call" else b"\n\n" in received:
-                break
-    events = own_events(log, marker, "captured", "skipped")
-    proxy.wait_for_line("Client disconnected.", since=first_line)  # mitmdump prints it after the addon's hooks
+    # The fake holds the stream (after its first event, or before its last) until the client is gone.
+    hold = f"gone-{uuid.uuid4().hex}"
+    held = headers_for(api_key, hold=hold, hold_after="1" if hang_up == "after-first-event" else "-1")
+    try:
+        with httpx.stream("POST", f"{proxy.url}{path}", content=chat_body(stream=True), headers=held) as response:
+            for piece in response.iter_raw():
+                received += piece
+                if b'"tool_calls"' in received if hang_up == "after-tool-call" else b"\n\n" in received:
+                    break
+        events = own_events(log, marker, "captured", "skipped")
+        proxy.wait_for_line("Client disconnected.", since=first_line)  # mitmdump prints it after the addon's hooks
+    finally:
+        fake.release(hold)
     if hang_up == "after-tool-call":
         (call,) = tool_calls_in(received)
         (captured,) = of_kind(events, "captured")
@@ -287,7 +290,8 @@ def test_upstream_5xx_reaches_the_client_unchanged(
 def test_upstream_that_never_answers_costs_only_its_own_request(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str
 ) -> None:
-    """mitmproxy 11 has no upstream read timeout of its own: a client's timeout is what ends such a request."""
+    """mitmproxy 11 has no upstream read timeout of its own: the request waits, costing only itself, until the
+    upstream answers or the client's own timeout ends it."""
     log, first_line = LogTail(proxy_state / "events.jsonl"), len(proxy.lines)
     hold = f"never-{uuid.uuid4().hex}"  # the fake answers this request only once the test releases it
     body = chat_body(stream=True)
@@ -302,13 +306,18 @@ def test_upstream_that_never_answers_costs_only_its_own_request(
         fake.wait_for_request("x-fake-hold", hold)  # it reached the fake, which answers nothing
         # Meanwhile other conversations go on through the same proxy.
         still_serving(fake, proxy, api_key)
-        # The hung client's read timeout: nothing came back to it all this time, neither an answer nor an error
-        # nor a hang-up (the proxy gave up on nothing), so the timeout fires and the client closes the connection.
-        hung.settimeout(1.0)
-        with pytest.raises(TimeoutError):
-            hung.recv(1)
+        # The proxy gave up on nothing all this time: once the upstream answers, the hung client gets that answer
+        # whole, as the first bytes it ever receives (not an error, not a hang-up).
+        fake.release(hold)
+        received = b""
+        while not received.endswith(b"0\r\n\r\n"):  # the chunked stream's end
+            piece = hung.recv(65536)
+            assert piece, f"the proxy hung up after {len(received)} bytes"
+            received += piece
+        assert received.startswith(b"HTTP/1.1 200 ") and b"data: [DONE]" in received
+        port = hung.getsockname()[1]
         hung.close()
-        proxy.wait_for_line("Client disconnected.", since=first_line)
+        proxy.wait_for_line(f":{port}] client disconnect", since=first_line)
         still_serving(fake, proxy, api_key)
     finally:
         hung.close()

@@ -55,7 +55,7 @@ class Options:
     pad: int = 0  # about this many bytes of answer text: a field of a JSON answer, events early in a stream
     corrupt: str | None = None  # "truncate" or "non-utf8": spoil a JSON answer, or the data of every stream event
     hold: str | None = None  # a name: wait until the test calls `FakeProvider.release(name)` (at most HOLD_SECONDS)
-    hold_after: int | None = None  # streams: hold after this many events instead of before answering
+    hold_after: int | None = None  # streams: hold after this many events (-N: all but the last N) instead of before
     # text the model quotes (a key from a tool result, say) in its reasoning and its tool call arguments, or the
     # message of the error `status` answers with; the header carries it base64-encoded (it may hold newlines)
     say: str | None = None
@@ -363,8 +363,10 @@ class _Handler(BaseHTTPRequestHandler):
         if options.encoding:
             self.send_header("content-encoding", options.encoding)
         self.end_headers()
-        for count, event in enumerate(reply.events or []):
-            if options.hold is not None and options.hold_after == count:
+        events = reply.events or []
+        for count, event in enumerate(events):
+            # hold_after counts from the end when negative: -1 holds before the last event.
+            if options.hold is not None and options.hold_after in (count, count - len(events)):
                 self.fake.hold(options.hold)
             if options.abort_after is not None and count >= options.abort_after:
                 self.wfile.flush()
