@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +35,7 @@ import httpx  # noqa: E402
 import openai  # noqa: E402
 
 from tests.support.agent import add_chunk  # noqa: E402
+from tests.support.fake_provider import fake_provider_process  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
 
 MODEL = "gemini-3-pro-preview"  # the fake answers as GitHub Copilot serving Gemini 3
@@ -50,15 +50,6 @@ TOOLS = [
     }
 ]
 WARMUP_WAVES = 2
-# The fake provider in a process of its own, with a listen backlog that takes a burst of connections.
-FAKE = """
-import http.server, time
-http.server.ThreadingHTTPServer.request_queue_size = 1024
-from tests.support.fake_provider import FakeProvider
-provider = FakeProvider().start()
-print(provider.url, flush=True)
-time.sleep(10**9)
-"""
 
 
 @dataclass
@@ -159,12 +150,8 @@ async def wave(base_url: str, conversations: int, turns: int) -> tuple[float, li
 
 
 def run_load(conversations: int, turns: int, waves: int, scratch: Path) -> LoadReport:
-    fake = subprocess.Popen([sys.executable, "-c", FAKE], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     log = scratch / "events.jsonl"
-    try:
-        fake_url = (fake.stdout.readline() if fake.stdout else "").strip()
-        if not fake_url:
-            raise RuntimeError("the fake provider did not start")
+    with fake_provider_process() as fake_url:
         proxy = MitmdumpProcess(
             "--mode",
             f"reverse:{fake_url}",
@@ -198,9 +185,6 @@ def run_load(conversations: int, turns: int, waves: int, scratch: Path) -> LoadR
                     )
                 )
             output = proxy.output
-    finally:
-        fake.terminate()
-        fake.wait(timeout=10)
     kinds = [json.loads(line)["kind"] for line in log.read_text().splitlines()]
     errors = [line for line in output.splitlines() if "Traceback" in line or "failed on flow" in line]
     return LoadReport(

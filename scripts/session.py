@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 import openai  # noqa: E402
 
 from tests.support.agent import add_chunk  # noqa: E402
+from tests.support.fake_provider import fake_provider_process  # noqa: E402
 from tests.support.proxy import ADDON_MAIN, WAIT_SECONDS, MitmdumpProcess  # noqa: E402
 
 MODEL = "gemini-3-pro-preview"  # the fake answers as GitHub Copilot serving Gemini 3: reasoning_opaque on tool calls
@@ -49,13 +49,6 @@ TOOLS = [
 ]
 TOOL_RESULT = "def f(): pass\n" * 40
 REPORTED_TURNS = (10, 50, 100, 200)
-FAKE = """
-from tests.support.fake_provider import FakeProvider
-import time
-provider = FakeProvider().start()
-print(provider.url, flush=True)
-time.sleep(10**9)
-"""
 
 
 @dataclass
@@ -232,18 +225,11 @@ def main() -> int:
     for addon in addons:
         if not addon.is_file():
             parser.error(f"--addon {addon}: no such file")
-    fake = subprocess.Popen([sys.executable, "-c", FAKE], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     sessions = []
-    try:
-        fake_url = (fake.stdout.readline() if fake.stdout else "").strip()
-        if not fake_url:
-            raise RuntimeError("the fake provider did not start")
+    with fake_provider_process() as fake_url:
         for addon in addons:
             with tempfile.TemporaryDirectory() as scratch:
                 sessions.append(run_session(addon, fake_url, args.turns, Path(scratch)))
-    finally:
-        fake.terminate()
-        fake.wait(timeout=10)
     print(render(sessions, args.turns))
     for session in sessions:
         for line in session.proxy_errors:

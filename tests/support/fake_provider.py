@@ -14,12 +14,16 @@ from __future__ import annotations
 import base64
 import gzip
 import json
+import subprocess
 import sys
 import threading
 import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Protocol
 
 import brotli
@@ -390,3 +394,29 @@ class _Handler(BaseHTTPRequestHandler):
         if data:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
+
+
+# The fake in a process of its own, with a listen backlog that takes a burst of connections.
+_OWN_PROCESS = """
+import http.server, time
+http.server.ThreadingHTTPServer.request_queue_size = 1024
+from tests.support.fake_provider import FakeProvider
+provider = FakeProvider().start()
+print(provider.url, flush=True)
+time.sleep(10**9)
+"""
+
+
+@contextmanager
+def fake_provider_process() -> Iterator[str]:
+    """A FakeProvider in a process of its own, so that it takes no time from the process that drives it; its URL."""
+    root = Path(__file__).resolve().parents[2]
+    process = subprocess.Popen([sys.executable, "-c", _OWN_PROCESS], cwd=root, stdout=subprocess.PIPE, text=True)
+    try:
+        url = (process.stdout.readline() if process.stdout else "").strip()
+        if not url:
+            raise RuntimeError("the fake provider did not start")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
