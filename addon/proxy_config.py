@@ -12,7 +12,7 @@ from mitmproxy.addonmanager import Loader
 
 from .cache import CacheLimits, ReasoningStore, StoreError, open_store
 from .events import EventLog, Started
-from .redact import masked_logger, redact_text
+from .redact import masked_logger
 from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 
 logger = masked_logger(__name__)
@@ -64,7 +64,7 @@ class ProxyConfig:
         try:
             settings = parse_settings({name: getattr(ctx.options, name) for name in OPTION_NAMES})
         except ValueError as e:
-            raise exceptions.OptionsError(redact_text(str(e))) from e
+            raise exceptions.OptionsError(str(e)) from e
         previous, self.settings = self.settings, settings
         limits = CacheLimits(settings.cache_max_age, settings.cache_max_entries)
         if previous is None or (previous.cache, previous.cache_max_age, previous.cache_max_entries) != (
@@ -76,7 +76,7 @@ class ProxyConfig:
                 store = open_store(settings.cache, limits)
             except StoreError as e:
                 self.settings = previous
-                raise exceptions.OptionsError(redact_text(f"llm_cache: {e}")) from e
+                raise exceptions.OptionsError(f"llm_cache: {e}") from e
             if self.store is not None:
                 self.store.close()
             self.store = store
@@ -86,7 +86,7 @@ class ProxyConfig:
                 events = EventLog(*log_setup)
             except OSError as e:
                 self.settings = previous
-                raise exceptions.OptionsError(redact_text(f"llm_log: cannot open {settings.log}: {e}")) from e
+                raise exceptions.OptionsError(f"llm_log: cannot open {settings.log}: {e}") from e
             self.events.close()
             self.events = events
 

@@ -101,10 +101,11 @@ def _mismatch_note(mismatched: dict[str, str | None], model: str | None) -> str:
     for key, other in mismatched.items():
         by_model.setdefault(other, []).append(key)
     parts = [
-        f"{len(keys)} key(s) from {_model_name(other)} (first {display_call_id(keys[0])})"
+        f"{display_call_id(keys[0])}{f' and {len(keys) - 1} more' if len(keys) > 1 else ''} came from "
+        f"{_model_name(other)}"
         for other, keys in by_model.items()
     ]
-    return f"reasoning cached for {'; '.join(parts)}; not replayed into {_model_name(model)}"
+    return f"reasoning cached for {', '.join(parts)}; not replayed into {_model_name(model)}"
 
 
 def request_model(wire_format: WireFormat, path: str, body: bytes, doc: Any | None) -> str | None:
