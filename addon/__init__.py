@@ -7,6 +7,10 @@ when the client dropped it, so the provider answers 200 instead of 400.
 
 from __future__ import annotations
 
+# The one place the version is written: pyproject.toml reads it from here, and the startup line shows the
+# version of the code that runs, installed or not.
+__version__ = "0.1.0"
+
 from .capture import ResponseCapture
 from .explain import ErrorExplainer
 from .proxy_config import ProxyConfig

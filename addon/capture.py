@@ -51,7 +51,7 @@ class ResponseCapture:
             response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
-            keep_body = self.config.keep_bodies()
+            keep_body = self.config.reattach_streamed_bodies()
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=_is_event_stream(response),
@@ -76,7 +76,7 @@ class ResponseCapture:
             return
         with fail_open(flow.id, "response capture", self.config.events):
             tap.finish(complete=complete)
-            body = tap.body
+            body = tap.take_body()
             if body is not None and flow.response.raw_content is None:
                 flow.response.raw_content = body
 

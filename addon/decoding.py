@@ -302,7 +302,7 @@ class BoundedDecoder:
             raise DecodedTooLarge(f"decodes to more than {self.limit // (1024 * 1024)} MiB") from None
 
 
-def decode_body(raw: bytes, content_encoding: str | None, limit: int) -> bytes:
+def decode_body(raw: bytes | bytearray, content_encoding: str | None, limit: int) -> bytes | bytearray:
     """A whole body, decoded; raises DecodedTooLarge past `limit`, NotDecodable, UnsupportedEncoding."""
     decoder = BoundedDecoder(content_encoding, limit)
     if decoder.plain or not raw:

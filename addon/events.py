@@ -58,6 +58,7 @@ class ToolCallSummary(BaseModel):
 class Started(Event):
     kind: Literal["started"] = "started"
     version: str
+    runtime: str = ""  # "mitmproxy 12.2.3, Python 3.13.0"
     settings: dict[str, Any]
 
 

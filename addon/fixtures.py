@@ -37,7 +37,6 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit, urlunsplit
@@ -46,7 +45,7 @@ import orjson
 from mitmproxy import connection, http
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
-from . import decoding, formats, jsoncodec
+from . import __version__, decoding, formats, jsoncodec
 from .annotate import META
 from .decoding import message_body
 from .formats.gemini import PLACEHOLDER_BASE64, PLACEHOLDER_PHRASE
@@ -549,13 +548,6 @@ def source_name(source: str | Path) -> str:
     return redact_text(re.split(r"[\\/]", str(source))[-1])
 
 
-def _tool_version() -> str:
-    try:
-        return metadata.version(PROJECT)
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
 def _pretty(doc: Any) -> bytes:
     try:
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
@@ -598,7 +590,7 @@ def write_fixture_dir(
         "source": source_name(source),
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "tool": PROJECT,
-        "tool_version": _tool_version(),
+        "tool_version": __version__,
         "placeholders": placeholders,
         "exchanges": len(fixtures),
     }

@@ -30,22 +30,9 @@ def _load_package() -> types.ModuleType:
     return package
 
 
-_package = _load_package()
-from llm_reasoning_proxy.proxy_config import repeated_llm_options  # noqa: E402
+try:
+    addons = _load_package().make_addons()
+except ImportError as e:  # a dependency is missing where mitmproxy runs (its standalone binaries, say)
+    from llm_reasoning_proxy.startup import MissingDependency
 
-
-def _check_options() -> None:
-    from mitmproxy import ctx, exceptions
-
-    try:
-        deferred = ctx.options.deferred
-    except AttributeError:  # imported outside a running mitmproxy
-        return
-    repeated = repeated_llm_options(deferred)
-    if repeated:
-        # An exception here is logged as a script error, which stops mitmdump at startup.
-        raise exceptions.OptionsError(f"llm options set more than once: {'; '.join(repeated)}; set each once")
-
-
-_check_options()
-addons = _package.make_addons()
+    addons = [MissingDependency(e)]

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from importlib import metadata
 from typing import Any, Optional
 
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
 
+from . import __version__, compat
 from .cache import CacheLimits, ReasoningStore, StoreError, open_store
 from .events import EventLog, Started
 from .redact import masked_logger
 from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
+from .startup import refuse
 
 logger = masked_logger(__name__)
 _PLANS_KEPT = 1024
-
-
-def _version() -> str:
-    try:
-        return metadata.version(PROJECT)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 def unknown_llm_options(names: Iterable[str]) -> list[str]:
@@ -49,10 +43,21 @@ class ProxyConfig:
         return self.settings is not None and self.store is not None
 
     def load(self, loader: Loader) -> None:
+        # mitmproxy refuses a repeated single-value option while registering it and then drops the whole
+        # addon without a word, so say it first.
+        repeated = repeated_llm_options(getattr(ctx.options, "deferred", {}))
+        if repeated:
+            refuse(f"llm options set more than once: {'; '.join(repeated)}; set each once")
         for spec in OPTIONS:
             loader.add_option(spec.name, Optional[str], spec.default, " ".join(spec.help.split()))
 
     def configure(self, updated: set[str]) -> None:
+        try:
+            self._configure(updated)
+        except exceptions.OptionsError as e:
+            refuse(str(e))
+
+    def _configure(self, updated: set[str]) -> None:
         self._keep_bodies = None  # -w, hardump or llm_keep_bodies may have changed
         unknown = unknown_llm_options(getattr(ctx.options, "deferred", {}))
         if unknown:
@@ -93,8 +98,8 @@ class ProxyConfig:
     def running(self) -> None:
         settings = self.settings
         assert settings is not None, "configure() runs before running()"
-        logger.info("%s %s active: %s", PROJECT, _version(), settings.summary())
-        self.events.write(Started(version=_version(), settings=settings.loggable()))
+        logger.info("%s %s on %s, active: %s", PROJECT, __version__, compat.runtime(), settings.summary())
+        self.events.write(Started(version=__version__, runtime=compat.runtime(), settings=settings.loggable()))
 
     def done(self) -> None:
         if self.store is not None:
@@ -113,7 +118,7 @@ class ProxyConfig:
         return self._plans.pop(flow_id, None)
 
     def keep_bodies(self) -> bool:
-        """Whether streamed bodies should be re-attached for flow files, HAR or a UI."""
+        """Whether flows are kept (a flow file, HAR or a UI), so what the proxy saw should be on them."""
         if self._keep_bodies is None:  # decided once per configuration, not per response
             assert self.settings is not None
             mode = self.settings.keep_bodies
@@ -125,13 +130,13 @@ class ProxyConfig:
                 self._keep_bodies = writing or ctx.master.addons.get("view") is not None
         return self._keep_bodies
 
+    def reattach_streamed_bodies(self) -> bool:
+        """Whether a streamed answer's body must be put back on its flow by the addon (mitmproxy 12 can keep it)."""
+        return self.keep_bodies() and not compat.streamed_bodies_stored(ctx.options)
+
 
 def repeated_llm_options(deferred: dict[str, object]) -> list[str]:
-    """Our options given more than once with --set.
-
-    mitmproxy refuses a repeated single-value option while registering the
-    script and then drops the whole addon without a word, so say it first.
-    """
+    """Our options given more than once with --set."""
     repeated = []
     for name, value in deferred.items():
         values = getattr(value, "val", None)

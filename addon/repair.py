@@ -7,7 +7,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import formats, jsoncodec, repair_log
+from . import compat, formats, jsoncodec, repair_log
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .cache import ReasoningStore, StoreUnavailable
 from .decoding import Undecodable, message_body
@@ -236,7 +236,7 @@ class RequestRepair:
                 return
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
-            request.set_content(repaired)
+            compat.set_content(request, repaired)
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + summarize_actions(actions))
         # Repair off too: an error answer is then explained with what the proxy would have done.

@@ -53,7 +53,8 @@ class ResponseTap:
         self.problem: str | None = None  # why the copy could not be read, if it could not
         self._on_finish = on_finish
         self._encoding = content_encoding
-        self._chunks: list[bytes] | None = [] if keep_body or not sse else None
+        # One growing buffer, not a list of pieces: joining pieces would hold a big answer twice at the end.
+        self._kept: bytearray | None = bytearray() if keep_body or not sse else None
         self._size = 0
         self._decoder: BoundedDecoder | None = None
         self._skippable = getattr(reader, "skippable", None)
@@ -80,11 +81,11 @@ class ResponseTap:
             self.finish(complete=True)
             return chunk
         self._size += len(chunk)
-        if self._chunks is not None:
+        if self._kept is not None:
             if self._size <= MAX_DOCUMENT_BYTES:
-                self._chunks.append(chunk)
+                self._kept += chunk
             else:
-                self._chunks = None
+                self._kept = None
                 if not self.sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
         if self._parser is not None:
@@ -113,10 +114,10 @@ class ResponseTap:
         except Exception as e:  # a broken copy must never break the stream itself
             self._stop(f"stream not readable: {type(e).__name__}: {e}")
 
-    @property
-    def body(self) -> bytes | None:
-        """The raw body as received, when a copy was kept."""
-        return b"".join(self._chunks) if self._chunks is not None else None
+    def take_body(self) -> bytes | None:
+        """The raw body as received, when a copy was kept; the tap lets go of it."""
+        kept, self._kept = self._kept, None
+        return bytes(kept) if kept is not None else None
 
     def finish(self, *, complete: bool = True) -> None:
         if self.finished:
@@ -131,19 +132,19 @@ class ResponseTap:
                         self.reader.feed_event(event)
                 for event in self._parser.close():
                     self.reader.feed_event(event)
-            elif self.read and not self.sse and complete and self._chunks is not None:
-                raw = b"".join(self._chunks)
+            elif self.read and not self.sse and complete and self._kept is not None:
+                raw = self._kept
                 if not self.keep_body:
-                    # Let the pieces go before parsing: a big answer is otherwise held twice on top of its parse.
-                    self._chunks = None
+                    self._kept = None  # the parse below is the last use of it
                 self._read_document(raw)
+                del raw
         except Exception as e:
             self._stop(f"response not readable: {type(e).__name__}: {e}")
         if not self.keep_body:
-            self._chunks = None
+            self._kept = None
         self._on_finish(self, complete)
 
-    def _read_document(self, raw: bytes) -> None:
+    def _read_document(self, raw: bytes | bytearray) -> None:
         try:
             body = decode_body(raw, self._encoding, MAX_DECODED_BYTES)
         except Undecodable as e:
@@ -157,7 +158,7 @@ class ResponseTap:
                 return
             # An event stream sent without its content type.
             parser = SSEParser()
-            for event in parser.feed(body) + parser.close():
+            for event in parser.feed(bytes(body)) + parser.close():
                 self.reader.feed_event(event)
             return
         self.reader.feed_document(doc)
