@@ -307,6 +307,7 @@ def decode_body(raw: bytes | bytearray, content_encoding: str | None, limit: int
     decoder = BoundedDecoder(content_encoding, limit)
     if decoder.plain or not raw:
         return raw
+    raw = bytes(raw)  # brotlicffi takes bytes only; a compressed body is the small one
     out = bytearray()
     for piece in decoder.decode(raw):
         out += piece

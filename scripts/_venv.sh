@@ -1,16 +1,63 @@
-# Sourced by scripts/run and scripts/test: creates .venv when missing and
-# (re)installs the project into it whenever pyproject.toml has changed.
+# Sourced by the scripts: creates .venv when missing (or half made) and (re)installs the project into it
+# whenever pyproject.toml has changed. pip picks the newest mitmproxy the venv's Python allows: 12.x on
+# Python 3.12 and newer, 11.0.2 on 3.10 and 3.11.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${LLM_PROXY_VENV:-$ROOT/.venv}"
+SUPPORTED_PYTHONS="3.13 3.12 3.11 3.10"  # newest first; each is tested
+
+runs_python() {  # $1: a command; true when it is a Python 3.10 or newer that runs
+    "$1" -c 'import sys; sys.exit(sys.version_info < (3, 10))' >/dev/null 2>&1
+}
+
+python_version() {  # $1: "3.13"; prints a command for that Python: on PATH, or installed by pyenv
+    local command="python$1" candidate
+    if runs_python "$command"; then echo "$command"; return; fi
+    if command -v pyenv >/dev/null 2>&1; then
+        for candidate in $(ls -d "$(pyenv root)/versions/$1".* 2>/dev/null | sort -V -r); do
+            if runs_python "$candidate/bin/$command"; then echo "$candidate/bin/$command"; return; fi
+        done
+    fi
+    return 1
+}
+
+find_python() {  # $PYTHON, else the newest supported Python on PATH, else python3
+    if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
+    local version
+    for version in $SUPPORTED_PYTHONS; do
+        if runs_python "python$version"; then echo "python$version"; return; fi
+    done
+    if runs_python python3; then echo python3; return; fi
+    echo "no Python 3.10 or newer found (looked for python3.13 to python3.10 and python3); install one or set PYTHON" >&2
+    return 1
+}
+
+make_venv() {
+    if [ -e "$VENV" ] && ! "$VENV/bin/python" -c 'import pip' >/dev/null 2>&1; then
+        # A first run that failed half way (no ensurepip, an interrupted install, a removed Python).
+        if [ ! -f "$VENV/pyvenv.cfg" ]; then
+            echo "$VENV exists and is not a virtual environment; move it away or set LLM_PROXY_VENV" >&2
+            exit 1
+        fi
+        echo "$VENV is incomplete: making it again" >&2
+        rm -rf "$VENV"
+    fi
+    [ -x "$VENV/bin/python" ] && return
+    local python
+    python="$(find_python)"
+    echo "creating $VENV with $("$python" -V 2>&1)" >&2
+    if ! "$python" -m venv "$VENV"; then
+        rm -rf "$VENV"
+        echo "could not create a virtual environment with $python; on Debian and Ubuntu install the venv" \
+            "module first: sudo apt install python3-venv (or python3.X-venv for the Python you use)" >&2
+        exit 1
+    fi
+}
 
 ensure_venv() {  # $1: "run" or "test"
     local flavour="$1" target="$ROOT"
     [ "$flavour" = test ] && target="$ROOT[test]"
-    if [ ! -x "$VENV/bin/python" ]; then
-        echo "creating $VENV" >&2
-        "${PYTHON:-python3}" -m venv "$VENV"
-    fi
+    make_venv
     local stamp="$VENV/.installed-$flavour" want
     want="$(sha256sum < "$ROOT/pyproject.toml" | cut -d' ' -f1)"
     # The test install holds everything the run install does.
@@ -20,7 +67,9 @@ ensure_venv() {  # $1: "run" or "test"
     if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
         echo "installing llm-reasoning-proxy ($flavour) into $VENV" >&2
         "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target"
-        echo "$want" > "$stamp"
+        echo "$want" > "$stamp"  # only once the install has succeeded: a failed one is retried next time
+        echo "installed: $("$VENV/bin/python" -c 'from mitmproxy.version import VERSION; import platform
+print(f"mitmproxy {VERSION} on Python {platform.python_version()}")')" >&2
     fi
 }
 

@@ -255,27 +255,49 @@ def test_observe_only_logs_what_it_would_repair(
 # --- startup -------------------------------------------------------------------------------------
 
 
+def startup_error(process: MitmdumpProcess) -> str:
+    """What mitmdump printed when it refused to start (exit status 1), without its "Loading script" line."""
+    with pytest.raises(RuntimeError, match="exited with 1"):
+        process.start()
+    return "\n".join(line for line in process.lines if "Loading script" not in line)
+
+
 @pytest.mark.parametrize(
     "option, message",
     [
         ("llm_repair=maybe", "llm_repair: expected true or false, got 'maybe'"),
-        ("llm_cache_max_age=soon", "llm_cache_max_age: expected a positive duration"),
+        (
+            "llm_cache_max_age=banana",
+            "llm_cache_max_age: expected a positive duration such as 3600, 30m, 12h or 7d, got 'banana'",
+        ),
         ("llm_cache_max_entries=0", "llm_cache_max_entries: expected a whole number of at least 1"),
-        ("llm_cahce=memory", "unknown option(s) llm_cahce"),
-        ("llm_cache=/proc/no-such-dir/cache.db", "cannot open the reasoning cache at /proc/no-such-dir/cache.db"),
+        ("llm_cahce=memory", "unknown option(s) llm_cahce; the llm addon knows llm_anonymous_fallback, "),
+        ("llm_cache=/proc/no-such-dir/cache.db", "llm_cache: cannot open the reasoning cache at /proc/no-such-dir/"),
     ],
 )
-def test_bad_configuration_stops_mitmdump_with_a_clear_message(confdir: Path, option: str, message: str) -> None:
-    process = MitmdumpProcess("--set", option, confdir=confdir)
-    with pytest.raises(RuntimeError, match="exited with 1") as failure:
-        process.start()
-    assert message in str(failure.value)
+def test_bad_configuration_stops_mitmdump_with_one_line(confdir: Path, option: str, message: str) -> None:
+    """One line naming the option and what it takes, as mitmproxy's own option errors: no traceback, and no
+    "listening" line first, on either line of mitmproxy."""
+    output = startup_error(MitmdumpProcess("--set", option, confdir=confdir))
+    assert len(output.splitlines()) == 1 and output.startswith(f"mitmdump: {message}"), output
 
 
-def test_repeated_option_stops_mitmdump(confdir: Path) -> None:
+def test_repeated_option_stops_mitmdump_with_one_line(confdir: Path) -> None:
     process = MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_cache=/tmp/x.db", confdir=confdir)
-    with pytest.raises(RuntimeError, match="llm options set more than once: llm_cache"):
-        process.start()
+    output = startup_error(process)
+    assert output == "mitmdump: llm options set more than once: llm_cache ('memory', '/tmp/x.db'); set each once"
+
+
+def test_missing_dependency_stops_mitmdump_with_one_line(confdir: Path, tmp_path: Path) -> None:
+    """mitmproxy's standalone binaries, or a mitmproxy installed without this project, cannot import what the addon
+    needs: mitmdump says which package is missing and how to install it."""
+    blocker = tmp_path / "sitecustomize.py"  # as if msgspec were not installed where mitmproxy runs
+    blocker.write_text("import sys\nsys.modules['msgspec'] = None\n")
+    process = MitmdumpProcess(confdir=confdir, env={"PYTHONPATH": str(tmp_path)})
+    output = startup_error(process)
+    assert len(output.splitlines()) == 1, output
+    assert output.startswith("mitmdump: llm-reasoning-proxy cannot import msgspec in the Python that runs mitmproxy")
+    assert "pipx inject mitmproxy" in output and "standalone binaries cannot load extra packages" in output
 
 
 def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, tmp_path: Path) -> None:

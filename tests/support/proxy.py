@@ -28,10 +28,12 @@ class MitmdumpProcess:
         cwd: Path | None = None,
         addon: bool = True,
         preexec_fn: Callable[[], None] | None = None,
+        env: dict[str, str] | None = None,
+        mitmdump: Path = MITMDUMP,
     ) -> None:
         script = ["-s", str(ADDON_MAIN)] if addon else []
         self.command = [
-            str(MITMDUMP),
+            str(mitmdump),
             "--listen-host",
             "127.0.0.1",
             "--listen-port",
@@ -44,6 +46,7 @@ class MitmdumpProcess:
         self.cwd = cwd or ROOT
         self.addon = addon
         self.preexec_fn = preexec_fn  # runs in the child before mitmdump starts (to set resource limits, say)
+        self.env = env or {}  # on top of the test's own environment
         self.lines: list[str] = []
         self.port: int | None = None
         self._process: subprocess.Popen[str] | None = None
@@ -72,7 +75,7 @@ class MitmdumpProcess:
             stderr=subprocess.STDOUT,
             text=True,
             bufsize=1,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             preexec_fn=self.preexec_fn,
         )
         self._drain_thread = threading.Thread(target=self._drain, daemon=True)
