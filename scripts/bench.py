@@ -666,6 +666,9 @@ def main() -> int:
     missed += ["memory during the 50 MB stream"] if mem["rss_growth_during_50mb_stream_mb"] >= 5 else []
     if missed:
         print(f"targets missed: {', '.join(missed)}")
+    if args.quick:  # too few rounds to judge a target by: a smoke run says what it saw and succeeds
+        print("(--quick: a smoke run; targets are judged by a full run)")
+        return 0
     return 1 if missed else 0
 
 

@@ -16,6 +16,30 @@ from tests.support.proxy import MitmdumpProcess, reverse_proxy  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--install-recipes",
+        action="store_true",
+        help="also run the tests marked `install`: the README's install recipes in new environments (needs the "
+        "package registry and a few minutes; .ci/run runs them)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--install-recipes"):
+        return
+    skip = pytest.mark.skip(reason="install recipes run with --install-recipes (as .ci/run does)")
+    for item in items:
+        if "install" in item.keywords:
+            item.add_marker(skip)
+
+
+def pytest_report_header() -> str:
+    from llm_reasoning_proxy import __version__, compat
+
+    return f"llm-reasoning-proxy {__version__} on {compat.runtime()}"
+
+
 @pytest.fixture(scope="session")
 def fake() -> Iterator[FakeProvider]:
     provider = FakeProvider().start()

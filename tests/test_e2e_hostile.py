@@ -163,7 +163,8 @@ def test_a_body_that_cannot_be_written_back_exactly_goes_on_as_sent(
 
 # --- 7. JSON too deep for the offline tools ------------------------------------------------------
 
-DEEP = b'{"model":"deepseek-reasoner","messages":[{"role":"user","content":' + b"[" * 5000 + b"]" * 5000 + b"}]}"
+# Deeper than any supported Python's JSON parsers follow (3.13 follows some thousands of levels, 3.11 one thousand).
+DEEP = b'{"model":"deepseek-reasoner","messages":[{"role":"user","content":' + b"[" * 20000 + b"]" * 20000 + b"}]}"
 
 
 def offline_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -174,7 +175,7 @@ def offline_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def deep_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A flow file (mitmdump -w) with a repaired DeepSeek turn, a request 5,000 levels deep, and a turn after it."""
+    """A flow file (mitmdump -w) with a repaired DeepSeek turn, a request 20,000 levels deep, and a turn after it."""
     out = tmp_path_factory.mktemp("deep") / "deep.mitm"
     api_key = "sk-test-deep-json"
     with reverse_proxy(fake.url, confdir, "-w", str(out), llm_cache="memory", llm_log="") as proxy:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_se
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
-from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
 GEMINI = "gemini-3-pro-preview"
@@ -306,45 +304,34 @@ def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, t
         assert "log=off, repair=on" in proxy.output
 
 
-def test_mitmweb_loads_the_addon(confdir: Path, tmp_path: Path) -> None:
-    mitmweb = Path(sys.executable).with_name("mitmweb")
+def test_scripts_web_runs_mitmweb_with_the_addon(fake: FakeProvider, confdir: Path, api_key: str) -> None:
+    """The README's mitmweb command: the addon active, traffic through it repaired as under mitmdump, the UI up."""
     with socket_port() as web_port:
         pass
-    process = subprocess.Popen(
-        [
-            str(mitmweb),
-            "--listen-host",
-            "127.0.0.1",
-            "--listen-port",
-            "0",
-            "--set",
-            f"confdir={confdir}",
-            "--set",
-            "web_open_browser=false",
-            "--set",
-            f"web_port={web_port}",
-            "--set",
-            "llm_cache=memory",
-            "-s",
-            str(Path(__file__).resolve().parent.parent / "addon" / "main.py"),
-        ],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    web = MitmdumpProcess(
+        "--web-port",
+        str(web_port),
+        "--set",
+        "web_open_browser=false",
+        "--mode",
+        f"reverse:{fake.url}",
+        "--set",
+        "llm_cache=memory",
+        "--set",
+        "llm_log=",
+        confdir=confdir,
+        mitmdump=ROOT / "scripts" / "web",
+        addon=False,  # scripts/web loads it itself
+        env={"LLM_PROXY_VENV": str(Path(sys.executable).parent.parent)},
     )
-    lines = []
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            lines.append(line)
-            if " active: " in line or not line:
-                break
-        assert any(" active: cache=memory" in line for line in lines), "".join(lines)
-    finally:
-        process.terminate()
-        process.wait(10)
+    with web:
+        web.wait_for_line(" active: cache=memory")
+        messages = zed_turn_two(fake, web.url, api_key)
+        assert second_turn(client(web.url, api_key), GEMINI, messages, stream=True)
+        web.wait_for_line("llm repaired")
+        ui = web.wait_for_line(f"Web server listening at http://127.0.0.1:{web_port}/")
+        page = httpx.get(ui.split("listening at ", 1)[1].strip(), timeout=30)
+        assert page.status_code == 200 and "mitmproxy" in page.text
 
 
 class socket_port:

@@ -20,8 +20,9 @@ from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.test import tflow, tutils
 
+from tests.support.addon_context import addon_context
 from tests.support.fake_chat import COPILOT_INVALID_BODY, DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
 
 CHAT = [
@@ -95,7 +96,7 @@ def test_advice_depends_on_what_the_proxy_knew_and_did() -> None:
 def test_a_refused_value_the_proxy_inserted_is_dropped_and_explained(tmp_path: Path) -> None:
     config, repair, capture, explainer = make_addons()
     log = tmp_path / "events.jsonl"
-    with taddons.context(config, repair, capture, explainer) as tctx:
+    with addon_context(config, repair, capture, explainer) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log))
         body = {
             "model": "gemini-3-pro-preview",
@@ -140,7 +141,7 @@ def test_a_refused_value_the_proxy_inserted_is_dropped_and_explained(tmp_path: P
 
 def test_a_400_to_a_request_the_proxy_did_not_touch_heals_nothing(tmp_path: Path) -> None:
     config, repair, capture, explainer = make_addons()
-    with taddons.context(config, repair, capture, explainer) as tctx:
+    with addon_context(config, repair, capture, explainer) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log="")
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         request = tutils.treq(method=b"POST", path=b"/v1/chat/completions", content=json.dumps(body).encode())
@@ -277,7 +278,7 @@ def explained(
     config, repair, capture, explainer = make_addons()
     log = tmp_path / "events.jsonl"
     log.unlink(missing_ok=True)
-    with taddons.context(config, repair, capture, explainer) as tctx:
+    with addon_context(config, repair, capture, explainer) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log), **options)
         request = tutils.treq(
             method=b"POST",

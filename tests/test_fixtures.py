@@ -24,8 +24,9 @@ from llm_reasoning_proxy.fixtures import (
 from llm_reasoning_proxy.formats import by_name
 from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
 from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.test import tflow, tutils
 
+from tests.support.addon_context import addon_context
 from tests.support.capture import pieces, tap_records
 from tests.support.planted import planted
 
@@ -87,7 +88,7 @@ def replay(flows: list[http.HTTPFlow]) -> list[list[str]]:
     """Runs flows through the addon's hooks in order (fresh in-memory cache); the repairs made on each request."""
     addons = make_addons()
     config, repair, capture = addons[:3]
-    with taddons.context(*addons) as tctx:
+    with addon_context(*addons) as tctx:
         # As when flows are saved: the repairs are then kept on each flow.
         tctx.configure(config, llm_cache="memory", llm_log="", llm_keep_bodies="true")
         for flow in flows:

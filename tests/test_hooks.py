@@ -15,8 +15,9 @@ from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.response_tap import ResponseTap
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http, io
-from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.test import tflow, tutils
 
+from tests.support.addon_context import addon_context
 from tests.support.planted import planted
 
 TURN_TWO = {
@@ -37,7 +38,7 @@ TURN_TWO = {
 def addons(tmp_path: Path) -> Iterator[tuple[ProxyConfig, object, object, Path]]:
     config, repair, capture, _explain = make_addons()
     log = tmp_path / "events.jsonl"
-    with taddons.context(config, repair, capture) as tctx:
+    with addon_context(config, repair, capture) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log))
         yield config, repair, capture, log
 

@@ -17,8 +17,9 @@ from llm_reasoning_proxy.provenance import Origin, foreign_lookup, record_origin
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
+from mitmproxy.test import tflow, tutils
 
+from tests.support.addon_context import addon_context
 from tests.support.planted import planted
 
 SCOPE = "api.example.com:443|account-a"
@@ -29,7 +30,7 @@ FROM_X = Origin(SCOPE, "model-x")
 @pytest.fixture
 def addons(tmp_path: Path) -> Iterator[tuple[Any, Any, Any]]:
     config, repair, capture, _explain = make_addons()
-    with taddons.context(config, repair, capture) as tctx:
+    with addon_context(config, repair, capture) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(tmp_path / "events.jsonl"))
         yield config, repair, capture
 

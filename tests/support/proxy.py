@@ -30,8 +30,9 @@ class MitmdumpProcess:
         preexec_fn: Callable[[], None] | None = None,
         env: dict[str, str] | None = None,
         mitmdump: Path = MITMDUMP,
+        script: Path = ADDON_MAIN,
     ) -> None:
-        script = ["-s", str(ADDON_MAIN)] if addon else []
+        script_args = ["-s", str(script)] if addon else []
         self.command = [
             str(mitmdump),
             "--listen-host",
@@ -40,7 +41,7 @@ class MitmdumpProcess:
             "0",
             "--set",
             f"confdir={confdir}",
-            *script,
+            *script_args,
             *args,
         ]
         self.cwd = cwd or ROOT
