@@ -9,10 +9,10 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
+from llm_reasoning_proxy import compat, make_addons
 from mitmproxy import http
 from mitmproxy.test import tutils
 
-from llm_reasoning_proxy import compat, make_addons
 from tests.support.addon_context import addon_context
 
 BODY = b'{"model": "m", "messages": [' + b'{"role": "user", "content": "hello there"}, ' * 2000 + b"{}]}"
