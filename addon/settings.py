@@ -164,7 +164,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
         Whether streamed LLM responses get a copy of their body re-attached
         after streaming, so that -w flow files, HAR files and mitmweb show it.
         "auto" keeps bodies when a flow file or HAR is being written or a UI
-        keeps flows; "true" always; "false" never (least memory).
+        keeps flows; "true" always; "false" never (least memory). With
+        mitmproxy 12's store_streamed_bodies on, mitmproxy keeps them itself.
         """,
     ),
 )

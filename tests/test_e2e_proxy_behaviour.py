@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
+from llm_reasoning_proxy import __version__, compat
 from mitmproxy import http, io
 
 from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
@@ -300,8 +301,9 @@ def test_missing_dependency_stops_mitmdump_with_one_line(confdir: Path, tmp_path
 
 def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, tmp_path: Path) -> None:
     with MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_log=", confdir=confdir, cwd=tmp_path) as proxy:
-        assert "llm-reasoning-proxy" in proxy.output and "active: cache=memory" in proxy.output
-        assert "log=off, repair=on" in proxy.output
+        # the version of the code that runs (installed or not) and what it runs on
+        startup = f"llm-reasoning-proxy {__version__} on {compat.runtime()}, active: cache=memory"
+        assert startup in proxy.output and "log=off, repair=on" in proxy.output
 
 
 def test_scripts_web_runs_mitmweb_with_the_addon(fake: FakeProvider, confdir: Path, api_key: str) -> None:

@@ -84,7 +84,12 @@ def repairs_a_turn(mitmdump: Path, fake: FakeProvider, confdir: Path, checkout: 
     script = checkout / "addon" / "main.py"
     # Deprecation warnings shown (Python hides them by default): none may come from the addon's code.
     warnings = {"PYTHONWARNINGS": "default::DeprecationWarning,default::PendingDeprecationWarning"}
-    with MitmdumpProcess(*options, confdir=confdir, mitmdump=mitmdump, script=script, env=warnings) as proxy:
+    # pipx writes `#!.../python -E` into its scripts, which ignores PYTHONUNBUFFERED: mitmdump's lines would wait
+    # in a pipe buffer. So the environment's own Python runs its mitmdump script, unbuffered.
+    python = mitmdump.read_text().splitlines()[0].removeprefix("#!").split()[0]
+    with MitmdumpProcess(
+        *options, confdir=confdir, mitmdump=mitmdump, script=script, env=warnings, python=Path(python)
+    ) as proxy:
         turn = first_turn(client(proxy.url, api_key), MODEL, stream=True)
         messages = history_as_sent(turn, drop=("reasoning_opaque", "reasoning_text"), content=[])
         with pytest.raises(openai.BadRequestError):

@@ -31,9 +31,11 @@ class MitmdumpProcess:
         env: dict[str, str] | None = None,
         mitmdump: Path = MITMDUMP,
         script: Path = ADDON_MAIN,
+        python: Path | None = None,  # runs the mitmdump script with this Python, unbuffered
     ) -> None:
         script_args = ["-s", str(script)] if addon else []
         self.command = [
+            *([str(python), "-u"] if python else []),
             str(mitmdump),
             "--listen-host",
             "127.0.0.1",
