@@ -51,16 +51,15 @@ class ResponseCapture:
             response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
-            keep_body = self.config.reattach_streamed_bodies()
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=_is_event_stream(response),
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
-                keep_body=keep_body,
+                keep_body=self.config.reattach_streamed_bodies(),
                 on_finish=functools.partial(self._store, flow),
                 # What is stored on a flow after its response hook never reaches a flow file or a UI.
-                defer=not keep_body,
+                defer=not self.config.keep_bodies(),
             )
 
     def response(self, flow: http.HTTPFlow) -> None:

@@ -75,7 +75,7 @@ _ENCODES_FAST = MITMPROXY_VERSION >= (12, 2, 2)
 
 def set_content(message: http.Message, content: bytes) -> None:
     """`message.set_content(content)`, encoded at the fastest level on every line of mitmproxy."""
-    name = (message.headers.get("content-encoding") or "").strip().lower()
+    name = (message.headers.get("content-encoding") or "").lower()  # as mitmproxy reads it: " gzip" is no gzip
     encoder = None if _ENCODES_FAST or not name else _fast_encoders().get(name)
     if encoder is None:  # identity, several encodings, or what mitmproxy decides for a name it does not know
         message.set_content(content)

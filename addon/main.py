@@ -32,7 +32,9 @@ def _load_package() -> types.ModuleType:
 
 try:
     addons = _load_package().make_addons()
-except ImportError as e:  # a dependency is missing where mitmproxy runs (its standalone binaries, say)
-    from llm_reasoning_proxy.startup import MissingDependency
+except ImportError as e:
+    from llm_reasoning_proxy.startup import MissingDependency, is_missing_dependency
 
-    addons = [MissingDependency(e)]
+    if not is_missing_dependency(e):  # a mistake in the addon itself: mitmproxy shows its traceback
+        raise
+    addons = [MissingDependency(e)]  # mitmproxy's standalone binaries, say: it says so in one line

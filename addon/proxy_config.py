@@ -47,7 +47,7 @@ class ProxyConfig:
         # addon without a word, so say it first.
         repeated = repeated_llm_options(getattr(ctx.options, "deferred", {}))
         if repeated:
-            refuse(f"llm options set more than once: {'; '.join(repeated)}; set each once")
+            refuse(f"llm options set more than once: {'; '.join(repeated)}; set each once", loading=True)
         for spec in OPTIONS:
             loader.add_option(spec.name, Optional[str], spec.default, " ".join(spec.help.split()))
 

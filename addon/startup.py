@@ -16,14 +16,25 @@ from mitmproxy import exceptions
 from . import compat
 
 
-def refuse(message: str) -> NoReturn:
+class AddonNotLoaded(RuntimeError):
+    """Why the addon cannot load, raised once mitmproxy runs: it logs this one and goes on (an OptionsError
+    raised while a script loads would pass through mitmproxy and end the script's reload watcher)."""
+
+
+def refuse(message: str, *, loading: bool = False) -> NoReturn:
     """At startup: `mitmdump: MESSAGE` on stderr and exit 1. Once running (an option changed in mitmweb or the
-    console) or under the console UI (which must restore the terminal first): an OptionsError, which mitmproxy
-    reports and, for an option, undoes."""
+    console, a script reloaded) or under the console UI (which must restore the terminal first): an OptionsError,
+    which mitmproxy reports and, for an option, undoes; or, from `load()`, an AddonNotLoaded."""
     if compat.mitmproxy_running() or compat.mitmproxy_console():
-        raise exceptions.OptionsError(message)
+        raise AddonNotLoaded(message) if loading else exceptions.OptionsError(message)
     print(f"{os.path.basename(sys.argv[0]) or 'mitmproxy'}: {message}", file=sys.stderr, flush=True)
     raise SystemExit(1)
+
+
+def is_missing_dependency(error: ImportError) -> bool:
+    """A package the addon needs is not installed (not a mistake in the addon's own imports)."""
+    name = error.name or ""
+    return isinstance(error, ModuleNotFoundError) and bool(name) and name.split(".")[0] != __package__
 
 
 def missing_dependency_message(error: ImportError) -> str:
@@ -43,4 +54,4 @@ class MissingDependency:
 
     def load(self, loader: object) -> None:
         # Not from the script's own code: mitmproxy 11.0.2 swallows an exit raised while a script is executed.
-        refuse(self.message)
+        refuse(self.message, loading=True)

@@ -32,11 +32,15 @@ find_python() {  # $PYTHON, else the newest supported Python on PATH, else pytho
     return 1
 }
 
+MADE_HERE=".made-by-llm-reasoning-proxy"  # marks a venv these scripts made, and so may make again
+
 make_venv() {
     if [ -e "$VENV" ] && ! "$VENV/bin/python" -c 'import pip' >/dev/null 2>&1; then
-        # A first run that failed half way (no ensurepip, an interrupted install, a removed Python).
-        if [ ! -f "$VENV/pyvenv.cfg" ]; then
-            echo "$VENV exists and is not a virtual environment; move it away or set LLM_PROXY_VENV" >&2
+        # A first run that failed half way (no ensurepip, an interrupted install, a removed Python). Only the
+        # project's own .venv, or one these scripts made, is made again: LLM_PROXY_VENV may name anything.
+        if [ "$VENV" != "$ROOT/.venv" ] && [ ! -f "$VENV/$MADE_HERE" ]; then
+            echo "$VENV has no working Python with pip (made by uv?); run '$VENV/bin/python -m ensurepip'," \
+                "or set LLM_PROXY_VENV to a folder the scripts may make" >&2
             exit 1
         fi
         echo "$VENV is incomplete: making it again" >&2
@@ -52,6 +56,7 @@ make_venv() {
             "module first: sudo apt install python3-venv (or python3.X-venv for the Python you use)" >&2
         exit 1
     fi
+    touch "$VENV/$MADE_HERE"
 }
 
 ensure_venv() {  # $1: "run" or "test"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -297,6 +300,29 @@ def test_missing_dependency_stops_mitmdump_with_one_line(confdir: Path, tmp_path
     assert len(output.splitlines()) == 1, output
     assert output.startswith("mitmdump: llm-reasoning-proxy cannot import msgspec in the Python that runs mitmproxy")
     assert "pipx inject mitmproxy" in output and "standalone binaries cannot load extra packages" in output
+
+
+def test_a_broken_addon_reloads_once_mended(confdir: Path, tmp_path: Path) -> None:
+    """mitmproxy reloads a script whose file changes. A mistake in the addon's own code, saved while mitmproxy
+    runs, is shown with its traceback and mitmproxy goes on watching: once mended, the addon is active again."""
+    addon = tmp_path / "addon"
+    shutil.copytree(ROOT / "addon", addon, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    limits, main = addon / "limits.py", addon / "main.py"
+    mended = limits.read_text()
+
+    def save(path: Path, text: str, seconds: int) -> None:
+        path.write_text(text)
+        later = time.time() + seconds  # a newer time than any before, however coarse the clock of the file system
+        os.utime(main, (later, later))
+
+    with MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_log=", confdir=confdir, script=main) as proxy:
+        since = len(proxy.lines)
+        save(limits, mended + "\nfrom .no_such_module import anything\n", 10)
+        proxy.wait_for_line("No module named 'llm_reasoning_proxy.no_such_module'", since=since)
+        assert "cannot import" not in proxy.output  # not taken for a missing dependency
+        since = len(proxy.lines)
+        save(limits, mended, 20)
+        proxy.wait_for_line(" active: cache=memory", since=since)
 
 
 def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, tmp_path: Path) -> None:

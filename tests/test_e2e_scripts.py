@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -23,4 +24,24 @@ def test_the_demo_shows_the_repair_and_leaves_nothing_behind(tmp_path: Path) -> 
     assert "straight to the provider: HTTP 400" in result.stdout
     assert "through the proxy:        HTTP 200" in result.stdout
     assert "  repaired: wire_format=chat_completions, applied=True" in result.stdout
-    assert list(tmp_path.iterdir()) == []  # its state folder (cache, event log, mitmproxy's CA) is gone
+    # its state folder (cache, event log, mitmproxy's CA) was made where the system's temporary files go, and is gone
+    (state,) = re.findall(r"its state in (\S+), removed", result.stdout)
+    assert Path(state).parent == tmp_path and list(tmp_path.iterdir()) == []
+
+
+def test_the_scripts_leave_a_venv_they_did_not_make_alone(tmp_path: Path) -> None:
+    """LLM_PROXY_VENV may name a venv made another way (uv makes them without pip): never removed, only named."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    (venv / "IMPORTANT.txt").write_text("mine")
+    env = {**os.environ, "LLM_PROXY_VENV": str(venv)}
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "run"), "--version"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert f"{venv} has no working Python with pip (made by uv?)" in result.stdout
+    assert (venv / "IMPORTANT.txt").read_text() == "mine"

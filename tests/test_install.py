@@ -153,6 +153,8 @@ def test_scripts_make_a_half_made_venv_again_and_install_the_newest_mitmproxy(tm
     the scripts, not by hand; the Python they are given gets the newest mitmproxy it allows."""
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
+    (venv / ".made-by-llm-reasoning-proxy").touch()  # as the scripts mark a venv they made
     output = run(ROOT / "scripts" / "run", "--version", env={"LLM_PROXY_VENV": str(venv), "PYTHON": sys.executable})
+    assert "is incomplete: making it again" in output
     assert f"Python:    {sys.version.split()[0]}" in output and "Mitmproxy: 12." in output, output
     assert mitmproxy_version(venv / "bin" / "python").startswith("12.")
