@@ -6,7 +6,6 @@ import gzip
 import json
 import os
 import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -21,7 +20,7 @@ from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_se
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
-from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy
+from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy, scripts_env
 
 pytestmark = pytest.mark.e2e
 GEMINI = "gemini-3-pro-preview"
@@ -350,7 +349,7 @@ def test_scripts_web_runs_mitmweb_with_the_addon(fake: FakeProvider, confdir: Pa
         confdir=confdir,
         mitmdump=ROOT / "scripts" / "web",
         addon=False,  # scripts/web loads it itself
-        env={"LLM_PROXY_VENV": str(Path(sys.executable).parent.parent)},
+        env=scripts_env(),
     )
     with web:
         web.wait_for_line(" active: cache=memory")

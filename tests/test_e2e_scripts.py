@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.proxy import ROOT
+from tests.support.proxy import ROOT, scripts_env
 
 pytestmark = pytest.mark.e2e
 
 
 def test_the_demo_shows_the_repair_and_leaves_nothing_behind(tmp_path: Path) -> None:
-    env = {**os.environ, "TMPDIR": str(tmp_path), "LLM_PROXY_VENV": str(Path(sys.executable).parent.parent)}
+    env = {**os.environ, "TMPDIR": str(tmp_path), **scripts_env()}
     result = subprocess.run(
         [str(ROOT / "scripts" / "demo")], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )

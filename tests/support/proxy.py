@@ -20,6 +20,23 @@ _LISTENING = re.compile(r"listening at \S*?:(\d+)\.?\s*$")
 WAIT_SECONDS = 60.0
 
 
+def scripts_env() -> dict[str, str]:
+    """The environment in which scripts/run, scripts/web and scripts/demo use the venv running the tests.
+
+    Only a venv that scripts/test made and installed is used: in any other, the scripts would install the
+    project while the tests run."""
+    import hashlib
+
+    import pytest
+
+    venv = Path(sys.executable).parent.parent
+    stamp = venv / ".installed-test"
+    want = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text().strip() != want:
+        pytest.skip(f"{venv} was not made by scripts/test (no install stamp for this pyproject.toml)")
+    return {"LLM_PROXY_VENV": str(venv)}
+
+
 class MitmdumpProcess:
     def __init__(
         self,
