@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from llm_reasoning_proxy import formats, jsoncodec  # noqa: E402
+from llm_reasoning_proxy import compat, formats, jsoncodec  # noqa: E402
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
 from llm_reasoning_proxy.events import Repaired, fit_line, loggable_actions  # noqa: E402
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
@@ -645,7 +644,7 @@ def main() -> int:
         f"{plain_mem['turns']} turns, {plain_mem['rss_growth_during_50mb_stream_mb']:+.1f} MB during the 50 MB stream)"
     )
     elapsed = time.monotonic() - started
-    print(f"\n{elapsed:.0f} s on {os.cpu_count()} cores, Python {platform.python_version()}; results in {args.out}")
+    print(f"\n{elapsed:.0f} s on {os.cpu_count()} cores, {compat.runtime()}; results in {args.out}")
     args.out.write_text(
         json.dumps(
             {
@@ -656,6 +655,7 @@ def main() -> int:
                 "seconds": elapsed,
                 "quick": args.quick,
                 "cpus": os.cpu_count(),
+                "runtime": compat.runtime(),
             },
             indent=2,
         )
