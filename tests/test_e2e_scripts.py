@@ -1,4 +1,4 @@
-"""End to end: the README's scripts, as a newcomer runs them."""
+"""End to end: the README's scripts and advice, as a newcomer follows them."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.support.proxy import ROOT, scripts_env
+from tests.support.proxy import ROOT, MitmdumpProcess, scripts_env
+from tests.support.tls_upstream import ANSWER, TLSUpstream
 
 pytestmark = pytest.mark.e2e
 
@@ -45,3 +47,20 @@ def test_the_scripts_leave_a_venv_they_did_not_make_alone(tmp_path: Path) -> Non
     assert result.returncode == 1
     assert f"{venv} has no working Python with pip (made by uv?)" in result.stdout
     assert (venv / "IMPORTANT.txt").read_text() == "mine"
+
+
+def test_behind_a_tls_intercepting_proxy_the_corporate_ca_is_what_upstream_https_needs(
+    confdir: Path, tmp_path: Path
+) -> None:
+    """The README's advice: an upstream whose certificate a corporate CA issued gets 502 from mitmproxy, until
+    `ssl_verify_upstream_trusted_ca` names that CA."""
+    with TLSUpstream(tmp_path) as upstream:
+        body = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+        options = ("--mode", f"reverse:{upstream.url}", "--set", "llm_cache=memory", "--set", "llm_log=")
+        with MitmdumpProcess(*options, confdir=confdir) as proxy:
+            refused = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, timeout=30)
+            assert refused.status_code == 502 and "Certificate verify failed" in refused.text
+        trusting = (*options, "--set", f"ssl_verify_upstream_trusted_ca={upstream.ca_file}")
+        with MitmdumpProcess(*trusting, confdir=confdir) as proxy:
+            answered = httpx.post(f"{proxy.url}/v1/chat/completions", content=body, timeout=30)
+            assert answered.status_code == 200 and answered.content == ANSWER
