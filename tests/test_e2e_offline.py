@@ -12,6 +12,8 @@ import pytest
 from llm_reasoning_proxy.cli import load_flows
 from llm_reasoning_proxy.fixtures import read_fixture_dir
 from llm_reasoning_proxy.offline import check_flows
+from mitmproxy import flow, io
+from mitmproxy.test import tflow
 
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
@@ -150,3 +152,18 @@ def test_export_removes_credentials_and_replays_to_the_same_repairs(failing_capt
     replayed = check_flows(load_flows(out))
     assert [[a.describe() for a in c.actions] for c in replayed] == [f.expect.repairs for f in fixtures]
     assert cli("check", str(out)).returncode == 0
+
+
+def test_a_har_entry_mitmproxy_writes_twice_is_read_once(confdir: Path, tmp_path: Path) -> None:
+    """A flow that ended with both an answer and an error (the client hung up after its answer) is written to a
+    HAR file twice by mitmproxy's own export; the offline tools read it once."""
+    answered = tflow.tflow(resp=True)
+    answered.error = flow.Error("client disconnected")
+    flows, har = tmp_path / "hung-up.mitm", tmp_path / "hung-up.har"
+    with flows.open("wb") as handle:
+        io.FlowWriter(handle).add(answered)
+    converted = MitmdumpProcess("-n", "-r", str(flows), "--set", f"hardump={har}", confdir=confdir, addon=False)
+    converted.command = [c for c in converted.command if c not in ("--listen-host", "127.0.0.1", "--listen-port", "0")]
+    subprocess.run(converted.command, cwd=ROOT, capture_output=True, timeout=60, check=True)
+    assert len(json.loads(har.read_text())["log"]["entries"]) == 2  # mitmproxy's export, as it is
+    assert len(load_flows(har)) == 1
