@@ -18,11 +18,11 @@ from llm_reasoning_proxy.fixtures import (
     clean_url,
     fixture_to_flow,
     read_fixture_dir,
-    redact_json,
     write_fixture_dir,
 )
 from llm_reasoning_proxy.formats import by_name
 from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
+from llm_reasoning_proxy.redact import redact_json
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
