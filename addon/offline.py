@@ -30,6 +30,7 @@ from .redact import redact_json, redact_text, redact_url
 from .repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
 from .response_tap import read_recorded
 from .scope import caller_identity, scope_of
+from .sse_parser import is_event_stream
 
 
 @dataclass
@@ -89,8 +90,7 @@ def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecor
     body = message_body(response, MAX_DECODED_BYTES)
     if not body:
         return []
-    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    read_recorded(wire_format_reader, body, sse=content_type == "text/event-stream")
+    read_recorded(wire_format_reader, body, sse=is_event_stream(response.headers))
     return wire_format_reader.records(complete=True)
 
 

@@ -11,12 +11,23 @@ The offline tools, which keep a stream as text, split it into lines the same way
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 _LINE_BREAKS = (b"\n", b"\r")
 _EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+
+
+def is_event_stream(headers: Mapping[str, str]) -> bool:
+    """Whether a message's headers say its body is an event stream (media type parameters and case aside)."""
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def looks_like_event_stream(body: bytes | bytearray) -> bool:
+    """Whether a body starts as an event stream does (a `data:`, `event:` or comment line), whatever its
+    content type says: some providers send one as application/json or with no type at all."""
+    return body.lstrip().startswith((b"data:", b"event:", b":"))
 
 
 class SSEOverflow(ValueError):
