@@ -73,6 +73,11 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
+def as_key(value: Any) -> Any:
+    """A JSON value as part of a dict key: scalars as they are, arrays and objects (unhashable) by their repr."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
 def pretty(obj: Any) -> bytes:
     """JSON for a person to read: indented by two, key order kept, ending in a line break."""
     try:
