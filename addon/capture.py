@@ -18,13 +18,10 @@ from .proxy_config import ProxyConfig
 from .records import ReasoningRecord, display_call_id
 from .redact import masked_logger, redact_url
 from .response_tap import ResponseTap
+from .sse_parser import is_event_stream
 from .storable import storable
 
 logger = masked_logger(__name__)
-
-
-def _is_event_stream(response: http.Response) -> bool:
-    return response.headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
 
 
 def remember_issuer(store: ReasoningStore, origin: Origin, record: ReasoningRecord, wire_format: WireFormat) -> None:
@@ -53,7 +50,7 @@ class ResponseCapture:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
-                sse=_is_event_stream(response),
+                sse=is_event_stream(response.headers),
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
                 keep_body=self.config.reattach_streamed_bodies(),

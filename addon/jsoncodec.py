@@ -73,6 +73,19 @@ def dumps(obj: Any) -> bytes:
         return json.dumps(obj, separators=(",", ":")).encode()
 
 
+def as_key(value: Any) -> Any:
+    """A JSON value as part of a dict key: scalars as they are, arrays and objects (unhashable) by their repr."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
+
+
+def pretty(obj: Any) -> bytes:
+    """JSON for a person to read: indented by two, key order kept, ending in a line break."""
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2) + b"\n"
+    except TypeError:  # lone surrogates, integers wider than 64 bits
+        return json.dumps(obj, indent=2, ensure_ascii=True).encode() + b"\n"
+
+
 class ExactNumber:
     """A number kept as the client wrote it, because reading it as a float and writing that again would
     change it: 1e400 (infinity), 1.50, 1E5, 1e-07, -0, NaN. Repair never looks inside numbers."""

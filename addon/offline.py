@@ -14,13 +14,13 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import orjson
 from mitmproxy import http
 
 from . import jsoncodec
 from .cache import CacheLimits, MemoryStore
 from .capture import remember_issuer
-from .decoding import message_body, message_prefix
+from .client_sent import client_sent_body
+from .decoding import Undecodable, message_body, message_prefix
 from .diagnosis import Diagnosis, classify
 from .formats import RepairContext, WireFormat
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
@@ -30,6 +30,7 @@ from .redact import redact_json, redact_text, redact_url
 from .repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
 from .response_tap import read_recorded
 from .scope import caller_identity, scope_of
+from .sse_parser import is_event_stream
 
 
 @dataclass
@@ -64,33 +65,33 @@ class ExchangeCheck:
         return bool(self.remaining)
 
 
-def _pretty(doc: object) -> list[str]:
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode().splitlines(keepends=True)
-
-
 def request_diff(before: object, after: object) -> str:
     """A unified diff of two request bodies, pretty-printed with their key order kept, credentials masked."""
     before, after = redact_json(before), redact_json(after)
-    try:
-        lines = difflib.unified_diff(_pretty(before), _pretty(after), "as sent", "repaired", n=2)
-    except TypeError:  # a value orjson refuses (a lone surrogate): the standard library then
-        lines = difflib.unified_diff(*(jsoncodec.dumps(d).decode().splitlines() for d in (before, after)), lineterm="")
+    sides = (jsoncodec.pretty(doc).decode().splitlines(keepends=True) for doc in (before, after))
+    lines = difflib.unified_diff(*sides, "as sent", "repaired", n=2)
+    # A string may hold a line separator JSON leaves unescaped (U+2028): splitlines cuts there too.
     return redact_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
 
 
-def _client_body(flow: http.HTTPFlow, body: bytes) -> tuple[bytes, bool]:
-    """The request body as the client sent it: a proxy that repaired it live kept the original."""
-    meta = flow.metadata.get("llm")
-    original = meta.get("original_request") if isinstance(meta, dict) else None
-    return (original, True) if isinstance(original, bytes) else (body, False)
+def _claim_as_sent(flow: http.HTTPFlow) -> tuple[WireFormat, bytes, bool] | None:
+    """The wire format of an LLM request, its body as the client sent it and whether that is the copy a proxy
+    that repaired it live kept; None for other traffic. Raises UnreadableBody when either body cannot be read."""
+    claimed = claim_request(flow.request)
+    if claimed is None:
+        return None
+    try:
+        kept = client_sent_body(flow)
+    except Undecodable as e:
+        raise UnreadableBody(f"request body {e}") from None
+    return (claimed[0], kept, True) if kept is not None else (*claimed, False)
 
 
 def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecord]:
     body = message_body(response, MAX_DECODED_BYTES)
     if not body:
         return []
-    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-    read_recorded(wire_format_reader, body, sse=content_type == "text/event-stream")
+    read_recorded(wire_format_reader, body, sse=is_event_stream(response.headers))
     return wire_format_reader.records(complete=True)
 
 
@@ -102,7 +103,7 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
         if not isinstance(flow, http.HTTPFlow):
             continue
         try:
-            claimed = claim_request(flow.request)
+            claimed = _claim_as_sent(flow)
         except UnreadableBody as e:
             url = redact_url(flow.request.pretty_url)
             check = ExchangeCheck(len(checks) + 1, url, "?", None, unreadable=str(e), beyond_tool=True)
@@ -110,8 +111,7 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
             continue
         if claimed is None:
             continue
-        wire_format, recorded_body = claimed
-        body, live = _client_body(flow, recorded_body)
+        wire_format, body, live = claimed
         check = ExchangeCheck(
             number=len(checks) + 1,
             url=redact_url(flow.request.pretty_url),

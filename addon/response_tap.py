@@ -15,17 +15,13 @@ from . import jsoncodec
 from .decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
 from .formats import ResponseReader
 from .limits import MAX_DECODED_BYTES
-from .sse_parser import SSEParser
+from .sse_parser import SSEParser, looks_like_event_stream
 
 # Stream chunks are read in batches of this many chunks or bytes, whichever comes first.
 BACKLOG_CHUNKS = 256
 BACKLOG_BYTES = 64 * 1024
 # A non-streamed body is read whole at its end; past this size it is not read.
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
-
-
-def _looks_like_sse(body: bytes) -> bool:
-    return body.lstrip()[:6] in (b"data:", b"event:") or body.lstrip()[:1] == b":"
 
 
 class ResponseTap:
@@ -153,7 +149,7 @@ class ResponseTap:
         try:
             doc = jsoncodec.loads(body)
         except ValueError:
-            if not _looks_like_sse(body):
+            if not looks_like_event_stream(body):
                 self._stop("response body is not JSON")
                 return
             # An event stream sent without its content type.

@@ -4,15 +4,30 @@ Transport chunks are not event boundaries: an event can be split across many
 chunks and one chunk can hold many events. The parser follows the WHATWG
 event-stream rules (LF, CRLF or CR line endings, `:` comment lines, multi-line
 `data:`), so it gives the same events for any chunking of the same bytes.
+
+The offline tools, which keep a stream as text, split it into lines the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 _LINE_BREAKS = (b"\n", b"\r")
 _EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+
+
+def is_event_stream(headers: Mapping[str, str]) -> bool:
+    """Whether a message's headers say its body is an event stream (media type parameters and case aside)."""
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+
+
+def looks_like_event_stream(body: bytes | bytearray) -> bool:
+    """Whether a body starts as an event stream does (a `data:`, `event:` or comment line), whatever its
+    content type says: some providers send one as application/json or with no type at all."""
+    return body.lstrip().startswith((b"data:", b"event:", b":"))
 
 
 class SSEOverflow(ValueError):
@@ -164,3 +179,17 @@ class SSEParser:
             self._event = value.decode("utf-8", "replace")
         elif name == b"id":
             self._id = value.decode("utf-8", "replace")
+
+
+def text_lines(text: str) -> list[tuple[str, str]]:
+    """Lines with their own line break ("\\r\\n", "\\n", "\\r" or "" at the end), as SSE splits them."""
+    pieces = _LINE_BREAK.split(text)
+    return list(zip(pieces[0::2], [*pieces[1::2], ""]))
+
+
+def data_line(line: str) -> tuple[str, str] | None:
+    """A `data:` line's prefix (with the one space SSE strips) and its payload; None for other lines."""
+    if not line.startswith("data:"):
+        return None
+    cut = 6 if line[5:6] == " " else 5
+    return line[:cut], line[cut:]

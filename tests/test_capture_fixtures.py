@@ -91,6 +91,15 @@ def test_compressed_stream_capture(path: Path, encoding: str, compress) -> None:
     assert tap_records(compress(raw), sse=True, size=7, encoding=encoding) == tap_records(raw, sse=True, size=None)
 
 
+@pytest.mark.parametrize("path", STREAMS[:3], ids=lambda p: p.name)
+def test_a_stream_sent_without_its_content_type_is_read_as_one(path: Path) -> None:
+    """Read as an event stream once it is not JSON: one that starts with `data:` (as every chat stream does)
+    as much as one that starts with `event:` or a comment."""
+    raw = path.read_bytes()
+    assert raw.startswith(b"data:")
+    assert tap_records(raw, sse=False, size=7) == tap_records(raw, sse=True, size=None) != []
+
+
 @pytest.mark.parametrize("path", DOCUMENTS, ids=lambda p: p.name)
 @pytest.mark.parametrize("size", [None, 1, 7])
 def test_document_capture(path: Path, size: int | None) -> None:

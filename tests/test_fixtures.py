@@ -18,11 +18,17 @@ from llm_reasoning_proxy.fixtures import (
     clean_url,
     fixture_to_flow,
     read_fixture_dir,
-    redact_json,
     write_fixture_dir,
+)
+from llm_reasoning_proxy.fixtures.placeholders import (
+    OPAQUE_DATA_TYPES,
+    OPAQUE_KEYS,
+    OPAQUE_LIST_KEYS,
+    stream_fragments,
 )
 from llm_reasoning_proxy.formats import by_name
 from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
+from llm_reasoning_proxy.redact import redact_json
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
@@ -693,6 +699,52 @@ def test_a_copilot_opaque_streamed_in_pieces_reads_back_as_the_requests_placehol
     assert_masked(opaque, masked)
     (record,) = tap_records(by_name("chat_completions"), answer.response.sse.encode(), sse=True, size=7)
     assert record.fields == {"reasoning_opaque": masked}
+
+
+def test_the_opaque_places_are_the_union_of_what_each_wire_format_names() -> None:
+    assert OPAQUE_KEYS == {
+        "reasoning_opaque",
+        "encrypted_content",
+        "signature",
+        "thoughtSignature",
+        "thought_signature",
+    }
+    assert OPAQUE_LIST_KEYS == {"thought_signatures"}
+    assert OPAQUE_DATA_TYPES == {"redacted_thinking", "reasoning.encrypted"}
+
+
+def test_stream_fragments_are_the_pieces_each_format_joins() -> None:
+    chat = {
+        "choices": [
+            {
+                "index": 1,
+                "delta": {
+                    "reasoning_opaque": "op",
+                    "reasoning_details": [
+                        {"type": "reasoning.text", "index": 0, "text": "thinking", "signature": "si"},
+                        {"type": "reasoning.encrypted", "index": 1, "data": "en"},
+                        {"type": "redacted_thinking", "index": [2], "data": "re"},  # any format's data type counts
+                        {"type": "reasoning.summary", "index": 3, "data": "not opaque"},
+                        "not an entry",
+                    ],
+                },
+            },
+            {"delta": {"reasoning_opaque": ""}},  # empty: nothing to replace
+            {"delta": {"reasoning_opaque": PLACEHOLDER_BASE64}},  # a published dummy stays
+        ]
+    }
+    assert stream_fragments(chat) == [
+        (("chat_completions", "choice", 1, "reasoning_opaque"), "op"),
+        (("chat_completions", "choice", 1, "details", "reasoning.text", 0, "signature"), "si"),
+        (("chat_completions", "choice", 1, "details", "reasoning.encrypted", 1, "data"), "en"),
+        (("chat_completions", "choice", 1, "details", "redacted_thinking", "[2]", "data"), "re"),
+    ]
+    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig"}}
+    assert stream_fragments(delta) == [(("anthropic_messages", "block", 0, "signature"), "sig")]
+    thinking = {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "signature": "x"}}
+    assert stream_fragments(thinking) == []
+    for whole in ([delta], "data", None, {"type": "response.output_item.done", "item": {"encrypted_content": "e"}}):
+        assert stream_fragments(whole) == []
 
 
 # --- event streams as captured -------------------------------------------------------------------

@@ -110,3 +110,14 @@ def test_arguments_read_exactly_have_the_digest_of_those_an_answer_gave() -> Non
 
     written = b'{"ratio": 1.50, "size": 1e5, "n": 3}'
     assert arguments_digest(jsoncodec.loads_exact(written)) == arguments_digest(jsoncodec.loads(written))
+
+
+def test_pretty_indents_by_two_keeps_key_order_and_ends_in_a_line_break() -> None:
+    assert jsoncodec.pretty({"b": 1, "a": ["é"]}) == '{\n  "b": 1,\n  "a": [\n    "é"\n  ]\n}\n'.encode()
+
+
+@pytest.mark.parametrize("value", ["\ud800", 2**70], ids=["lone surrogate", "wide integer"])
+def test_pretty_writes_what_orjson_refuses_with_the_standard_library(value: object) -> None:
+    written = jsoncodec.pretty({"b": value, "a": 1})
+    assert written.endswith(b"}\n") and written.count(b"\n  ") == 2
+    assert jsoncodec.loads(written) == {"b": value, "a": 1}

@@ -373,3 +373,13 @@ def test_a_flow_comment_is_masked_then_bounded() -> None:
     flow = tflow.tflow()
     add_comment(flow, "x" * (MAX_OUTPUT_LINE_CHARS * 10))
     assert MAX_OUTPUT_LINE_CHARS < len(flow.comment) < MAX_OUTPUT_LINE_CHARS + 64
+
+
+def test_offline_diff_of_a_body_orjson_refuses_is_pretty_printed_too() -> None:
+    from llm_reasoning_proxy.offline import request_diff
+
+    before = {"messages": [{"role": "user", "content": "\ud800"}]}
+    after = {"messages": [{"role": "user", "content": "\ud800", "reasoning_opaque": "sig"}]}
+    diff = request_diff(before, after)
+    assert diff.startswith("--- as sent\n+++ repaired\n")
+    assert '+      "reasoning_opaque": "sig"\n' in diff

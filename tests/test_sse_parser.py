@@ -5,7 +5,17 @@ from __future__ import annotations
 import random
 
 import pytest
-from llm_reasoning_proxy.sse_parser import SSEEvent, SSEOverflow, SSEParser, marked_events
+from llm_reasoning_proxy.sse_parser import (
+    SSEEvent,
+    SSEOverflow,
+    SSEParser,
+    data_line,
+    is_event_stream,
+    looks_like_event_stream,
+    marked_events,
+    text_lines,
+)
+from mitmproxy import http
 
 
 def parse_all(stream: bytes, chunks: list[bytes] | None = None, **kwargs) -> list[SSEEvent]:
@@ -470,3 +480,49 @@ def test_an_event_that_never_ends_is_bounded_too():
 def test_an_event_up_to_the_bound_is_read_whole():
     parser = SSEParser(max_line=100)
     assert parser.feed(b"data: 0123456789\n" * 9 + b"\n") == [SSEEvent(b"\n".join([b"0123456789"] * 9))]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "expected"),
+    [
+        ("text/event-stream", True),
+        ("Text/Event-Stream; charset=utf-8", True),
+        (" text/event-stream ", True),
+        ("application/json", False),
+        ("text/event-stream-ish", False),
+        (None, False),
+    ],
+)
+def test_is_event_stream_reads_the_media_type_alone(content_type: str | None, expected: bool) -> None:
+    headers = http.Headers(content_type=content_type) if content_type is not None else http.Headers()
+    assert is_event_stream(headers) is expected
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b"data: {}\n\n", True),
+        (b"data:{}\n\n", True),
+        (b"event: message_start\ndata: {}\n\n", True),
+        (b": keep-alive\n\n", True),
+        (b"\r\n  data: {}\n\n", True),
+        (bytearray(b"data: {}\n\n"), True),
+        (b'{"data": 1}', False),
+        (b"<html>", False),
+        (b"", False),
+    ],
+)
+def test_looks_like_event_stream_by_its_first_line(body: bytes, expected: bool) -> None:
+    assert looks_like_event_stream(body) is expected
+
+
+def test_text_lines_keep_each_line_break_as_it_was() -> None:
+    assert text_lines("a\r\nb\rc\nd") == [("a", "\r\n"), ("b", "\r"), ("c", "\n"), ("d", "")]
+    assert "".join(line + end for line, end in text_lines("x\n\n:c\r\n")) == "x\n\n:c\r\n"
+
+
+def test_data_line_strips_one_space_only() -> None:
+    assert data_line("data: {}") == ("data: ", "{}")
+    assert data_line("data:  {}") == ("data: ", " {}")
+    assert data_line("data:{}") == ("data:", "{}")
+    assert data_line("event: x") is None

@@ -424,6 +424,18 @@ class AnthropicMessages(Routed):
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"signature", "data"})
     signed_markers = (b'"signature"', b'"redacted_thinking"')
+    opaque_keys = frozenset({"signature"})
+    opaque_list_keys: frozenset[str] = frozenset()
+    opaque_data_types = frozenset({"redacted_thinking"})
+
+    def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+        """A thinking block's signature_delta, joined per content block; a redacted block's data comes whole."""
+        if not isinstance(doc, dict) or doc.get("type") != "content_block_delta":
+            return []
+        delta = doc.get("delta")
+        if not isinstance(delta, dict) or delta.get("type") != "signature_delta":
+            return []
+        return [(("block", jsoncodec.as_key(doc.get("index")), "signature"), delta.get("signature"))]
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         return remove_foreign_blocks(doc, foreign)

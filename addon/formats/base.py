@@ -199,6 +199,19 @@ class WireFormat(Protocol):
         the body's top-level list, and a note for a person)."""
         ...
 
+    # What the fixture export replaces by placeholders (addon/fixtures/placeholders.py), found by where it sits.
+    # Keys whose string values are opaque reasoning state.
+    opaque_keys: frozenset[str]
+    # Keys whose lists hold opaque strings.
+    opaque_list_keys: frozenset[str]
+    # `type` values beside which `data` is opaque.
+    opaque_data_types: frozenset[str]
+
+    def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+        """The pieces of opaque values one stream event's document carries (values sent whole are none), each
+        with the slot the format's reader joins them in; `data` counts beside a type in `data_types`."""
+        ...
+
 
 def event_documents(data: bytes) -> Iterator[Any]:
     """The JSON documents in one SSE event's data.

@@ -41,6 +41,7 @@ from .chat_fields import (
     call_field,
     is_missing,
     litellm_short_id,
+    opaque_delta_fragments,
     set_call_field,
 )
 
@@ -425,6 +426,14 @@ class ChatCompletions(Routed):
     maskable_fields = frozenset({"reasoning_content"})
     signed_fields = frozenset({"reasoning_opaque", "thought_signature", "signature", "data"})
     signed_markers = (b'"reasoning_opaque"', b'"thought_signature"', b'"reasoning_details"')
+    # Copilot's reasoning_opaque; OpenRouter's reasoning_details signatures; thought_signature of the Gemini
+    # OpenAI-compatible extra_content and of LiteLLM's provider_specific_fields, which also lists them.
+    opaque_keys = frozenset({"reasoning_opaque", "signature", "thought_signature"})
+    opaque_list_keys = frozenset({"thought_signatures"})
+    opaque_data_types = frozenset({"reasoning.encrypted"})  # OpenRouter's encrypted reasoning_details entry
+
+    def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+        return opaque_delta_fragments(doc, data_types)
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         messages = doc.get("messages") if isinstance(doc, dict) else None

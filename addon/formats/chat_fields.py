@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import jsoncodec
 from ..limits import Budget, utf8_size
 from ..records import split_call_id
 
@@ -57,7 +58,7 @@ class DetailAssembler:
         for fragment in fragments:
             if not isinstance(fragment, dict):
                 continue
-            identity = (_hashable(fragment.get("type")), _hashable(fragment.get("index")))
+            identity = (jsoncodec.as_key(fragment.get("type")), jsoncodec.as_key(fragment.get("index")))
             size = sum(utf8_size(value) for value in fragment.values() if isinstance(value, str))
             if not self._budget.take(DETAILS_FIELD, size, self._sizes.get(identity, 0)):
                 return
@@ -88,10 +89,6 @@ class DetailAssembler:
         return whole
 
 
-def _hashable(value: Any) -> Any:
-    return value if isinstance(value, (str, int, float, bool, type(None))) else repr(value)
-
-
 def call_field(call: dict[str, Any], name: str) -> Any:
     if name.startswith("function."):
         function = call.get("function")
@@ -112,6 +109,29 @@ def litellm_short_id(call_id: str) -> str | None:
     """The id a client is left with after stripping LiteLLM's signature suffix (None if it has none)."""
     short, signature = split_call_id(call_id)
     return short if signature is not None else None
+
+
+def opaque_delta_fragments(doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+    """The pieces of opaque values one stream chunk carries, each with the slot its pieces are joined in:
+    Copilot's `reasoning_opaque` per choice, and OpenRouter's `reasoning_details` signatures and the `data` of
+    entries whose type is in `data_types`, per choice, entry type and entry index (as DetailAssembler joins)."""
+    pieces: list[tuple[tuple[Any, ...], Any]] = []
+    choices = doc.get("choices") if isinstance(doc, dict) else None
+    for position, choice in enumerate(choices if isinstance(choices, list) else []):
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(delta, dict):
+            continue
+        index = jsoncodec.as_key(choice.get("index", position))
+        pieces.append((("choice", index, "reasoning_opaque"), delta.get("reasoning_opaque")))
+        details = delta.get(DETAILS_FIELD)
+        for detail in details if isinstance(details, list) else []:
+            if not isinstance(detail, dict):
+                continue
+            identity = (jsoncodec.as_key(detail.get("type")), jsoncodec.as_key(detail.get("index")))
+            for key in ("signature", "data"):
+                if key == "signature" or identity[0] in data_types:
+                    pieces.append((("choice", index, "details", *identity, key), detail.get(key)))
+    return pieces
 
 
 def is_missing(name: str, value: Any) -> bool:

@@ -331,6 +331,12 @@ class GeminiNative(Routed):
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset(SIGNATURE_KEYS)
     signed_markers = (b'"thoughtSignature"', b'"thought_signature"')
+    opaque_keys = frozenset(SIGNATURE_KEYS)
+    opaque_list_keys: frozenset[str] = frozenset()
+    opaque_data_types: frozenset[str] = frozenset()
+
+    def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+        return []  # a streamed thoughtSignature comes whole, on the part it belongs to
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         contents = doc.get("contents") if isinstance(doc, dict) else None

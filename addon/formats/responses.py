@@ -419,6 +419,12 @@ class Responses(Routed):
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"encrypted_content"})
     signed_markers = (b'"encrypted_content"',)
+    opaque_keys = frozenset({"encrypted_content"})
+    opaque_list_keys: frozenset[str] = frozenset()
+    opaque_data_types: frozenset[str] = frozenset()
+
+    def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
+        return []  # a stream's encrypted_content comes whole, on output_item.done
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
         items = doc.get("input") if isinstance(doc, dict) else None
