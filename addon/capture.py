@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
+from contextlib import AbstractContextManager
 
 from mitmproxy import http
 
@@ -17,7 +18,7 @@ from .provenance import Origin, issued_values, record_origins
 from .proxy_config import ProxyConfig
 from .records import ReasoningRecord, display_call_id
 from .redact import masked_logger, redact_url
-from .response_tap import ResponseTap
+from .response_tap import ResponseTap, TapResult
 from .sse_parser import is_event_stream
 from .storable import storable
 
@@ -54,7 +55,8 @@ class ResponseCapture:
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
                 keep_body=self.config.reattach_streamed_bodies(),
-                on_finish=functools.partial(self._store, flow),
+                on_finish=functools.partial(self._commit, flow),
+                guard=functools.partial(self._failing_open, flow),
                 # What is stored on a flow after its response hook never reaches a flow file or a UI.
                 defer=not self.config.keep_bodies(),
             )
@@ -70,97 +72,96 @@ class ResponseCapture:
         tap = flow.response.stream if flow.response is not None else None
         if not isinstance(tap, ResponseTap) or tap.deferred:
             return
-        with fail_open(flow.id, "response capture", self.config.events):
+        with self._failing_open(flow):
             tap.finish(complete=complete)
             body = tap.take_body()
             if body is not None and flow.response.raw_content is None:
                 flow.response.raw_content = body
 
-    def _store(self, flow: http.HTTPFlow, tap: ResponseTap, complete: bool) -> None:
-        with fail_open(flow.id, "response capture", self.config.events):
-            meta = flow_meta(flow)
-            store, settings = self.config.store, self.config.settings
-            if meta is None or store is None or settings is None:
-                return
-            url = redact_url(flow.request.url)
-            if tap.problem:
-                report_skip(flow, tap.problem, self.config.events)
-            if not tap.read:
-                return
-            wire_format = formats.by_name(meta["format"])
-            captured = []
-            unavailable = None
-            records = tap.reader.records(complete=complete)
-            over = tap.reader.budget.over
-            if over is not None:
-                report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.config.events)
-            for record in records:
-                record = record.model_copy(
-                    update={"request_model": meta.get("request_model"), "captured_at": time.time()}
-                )
-                keys = record.keys()
-                if unavailable is None:
+    def _failing_open(self, flow: http.HTTPFlow) -> AbstractContextManager[None]:
+        return fail_open(flow.id, "response capture", self.config.events)
+
+    def _commit(self, flow: http.HTTPFlow, result: TapResult) -> None:
+        """Stores the reasoning the tap read of an answer, and says what became of it."""
+        meta = flow_meta(flow)
+        store, settings = self.config.store, self.config.settings
+        if meta is None or store is None or settings is None:
+            return
+        url = redact_url(flow.request.url)
+        if result.problem:
+            report_skip(flow, result.problem, self.config.events)
+        if not result.read:
+            return
+        wire_format = formats.by_name(meta["format"])
+        captured = []
+        unavailable = None
+        over = result.over
+        if over is not None:
+            report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.config.events)
+        for record in result.records:
+            record = record.model_copy(update={"request_model": meta.get("request_model"), "captured_at": time.time()})
+            keys = record.keys()
+            if unavailable is None:
+                try:
+                    remember_issuer(store, Origin.of(meta), record, wire_format)
+                except StoreUnavailable as e:
+                    unavailable = str(e)
+            stored, note = False, None
+            if keys and over is not None:
+                note = f"not cached: {over}"
+            elif keys:
+                kept, note = storable(record, wire_format)
+                if kept is None:
+                    report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.config.events)
+                elif unavailable is None:
                     try:
-                        remember_issuer(store, Origin.of(meta), record, wire_format)
+                        store.put(meta["scope"], keys, kept)
+                        stored = True
                     except StoreUnavailable as e:
                         unavailable = str(e)
-                stored, note = False, None
-                if keys and over is not None:
-                    note = f"not cached: {over}"
-                elif keys:
-                    kept, note = storable(record, wire_format)
-                    if kept is None:
-                        report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.config.events)
-                    elif unavailable is None:
-                        try:
-                            store.put(meta["scope"], keys, kept)
-                            stored = True
-                        except StoreUnavailable as e:
-                            unavailable = str(e)
-                fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
-                self.config.events.write(
-                    Captured(
-                        flow_id=flow.id,
-                        host=meta["host"],
-                        url=url,
-                        wire_format=wire_format.name,
-                        response_id=record.response_id,
-                        request_model=record.request_model,
-                        response_model=record.response_model,
-                        tool_calls=summaries,
-                        fields=fields,
-                        streamed=tap.sse,
-                        complete=complete,
-                        stored=stored,
-                        note=note,
-                    )
+            fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
+            self.config.events.write(
+                Captured(
+                    flow_id=flow.id,
+                    host=meta["host"],
+                    url=url,
+                    wire_format=wire_format.name,
+                    response_id=record.response_id,
+                    request_model=record.request_model,
+                    response_model=record.response_model,
+                    tool_calls=summaries,
+                    fields=fields,
+                    streamed=result.sse,
+                    complete=result.complete,
+                    stored=stored,
+                    note=note,
                 )
-                names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
-                # Calls without an id (Gemini) are named by their function; the cache keys them by name and arguments.
-                calls = [display_call_id(call.id) if call.id else f"{call.name}()" for call in record.tool_calls]
-                captured.append({"response_id": record.response_id, "fields": names, "tool_calls": calls})
-                # Every capture is in the event log; the terminal gets it only at debug verbosity.
-                logger.debug(
-                    "llm captured %s from %s for %s",
-                    ", ".join(names),
-                    url,
-                    f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
-                )
-            unreadable = getattr(tap.reader, "unreadable", 0)
-            if unreadable:
-                # Such events reach the client as they came, but whatever reasoning they carried is lost:
-                # without this line the log would not say why nothing (or less) was captured.
-                reason = f"{unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
-                report_skip(flow, reason, self.config.events)
-            if not complete and not captured:
-                # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
-                error = flow.error.msg if flow.error is not None else "connection closed"
-                report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.config.events)
-            if unavailable is not None:
-                reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
-                report_skip(flow, reason, self.config.events)
-            if captured:
-                meta["captured"] = captured
-                fields = sorted({name for entry in captured for name in entry["fields"]})
-                count = sum(len(entry["tool_calls"]) for entry in captured)
-                add_comment(flow, f"llm captured {', '.join(fields)} for {count} tool call(s)")
+            )
+            names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
+            # Calls without an id (Gemini) are named by their function; the cache keys them by name and arguments.
+            calls = [display_call_id(call.id) if call.id else f"{call.name}()" for call in record.tool_calls]
+            captured.append({"response_id": record.response_id, "fields": names, "tool_calls": calls})
+            # Every capture is in the event log; the terminal gets it only at debug verbosity.
+            logger.debug(
+                "llm captured %s from %s for %s",
+                ", ".join(names),
+                url,
+                f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
+            )
+        if result.unreadable:
+            # Such events reach the client as they came, but whatever reasoning they carried is lost:
+            # without this line the log would not say why nothing (or less) was captured.
+            reason = f"{result.unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
+            report_skip(flow, reason, self.config.events)
+        if not result.complete and not captured:
+            # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
+            error = flow.error.msg if flow.error is not None else "connection closed"
+            report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.config.events)
+        if unavailable is not None:
+            reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
+            report_skip(flow, reason, self.config.events)
+        if captured:
+            meta["captured"] = captured
+            fields = sorted({name for entry in captured for name in entry["fields"]})
+            count = sum(len(entry["tool_calls"]) for entry in captured)
+            add_comment(flow, f"llm captured {', '.join(fields)} for {count} tool call(s)")

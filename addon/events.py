@@ -19,6 +19,7 @@ from .limits import utf8_size as _utf8_size
 from .private_files import make_private_dir, open_private
 from .records import SIGNATURE_IN_ID, ReasoningRecord, RepairAction, display_call_id, split_call_id
 from .redact import masked_logger, redact_json, redact_text
+from .settings import Settings
 
 logger = masked_logger(__name__)
 
@@ -232,8 +233,9 @@ class EventLog:
     def __init__(
         self,
         path: Path | None,
-        max_bytes: int = 20 * 1024 * 1024,
-        backups: int = 2,
+        # The defaults of llm_log_max_size and llm_log_backups.
+        max_bytes: int = Settings.model_fields["log_max_bytes"].default,
+        backups: int = Settings.model_fields["log_backups"].default,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.path = path

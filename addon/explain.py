@@ -27,11 +27,11 @@ from .failopen import fail_open
 from .formats import CacheView, RepairContext
 from .formats.base import call_lookup_keys, usable_keys
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from .plans import INSERTING, RepairPlan
 from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
 from .records import RepairAction, Violation, display_call_id, summarize_actions
 from .redact import masked_logger, redact_url
-from .repair import INSERTING, RepairPlan
 
 logger = masked_logger(__name__)
 
@@ -433,10 +433,10 @@ class ErrorExplainer:
             return 0
         named = set(diagnosis.item_ids)
         refused = {site.response_id for site in sites}
-        doomed = [e for e in entries if e["response_id"] in refused or named & set(e["keys"]) or e.get("item") in named]
+        doomed = [e for e in entries if e.response_id in refused or named & set(e.keys) or e.item in named]
         # One entry per captured turn, whatever the number of keys it is stored under.
         try:
-            removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry["keys"]))
+            removed = sum(1 for entry in doomed if store.delete(meta["scope"], entry.keys))
         except StoreUnavailable as e:
             logger.warning("llm could not drop the cache entries the provider refused: %s", e)
             return 0

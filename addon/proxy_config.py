@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable
-from typing import Any, Optional
+from typing import Optional
 
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
@@ -12,6 +12,7 @@ from mitmproxy.addonmanager import Loader
 from . import __version__, compat
 from .cache import CacheLimits, ReasoningStore, StoreError, open_store
 from .events import EventLog, Started
+from .plans import RepairPlan
 from .redact import masked_logger
 from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 from .startup import refuse
@@ -35,7 +36,7 @@ class ProxyConfig:
         # The plan of each recent repair (applied or, with llm_repair=false, not), until its answer came:
         # self-healing needs the entries it used, and explaining an error what the repair did or would have done;
         # neither belongs in flow metadata (they are not serialisable, and most are never needed).
-        self._plans: OrderedDict[str, Any] = OrderedDict()
+        self._plans: OrderedDict[str, RepairPlan] = OrderedDict()
         self._keep_bodies: bool | None = None
 
     @property
@@ -108,12 +109,12 @@ class ProxyConfig:
         self.events.close()
         self.settings = None
 
-    def remember_plan(self, flow_id: str, plan: Any) -> None:
+    def remember_plan(self, flow_id: str, plan: RepairPlan) -> None:
         self._plans[flow_id] = plan
         while len(self._plans) > _PLANS_KEPT:
             self._plans.popitem(last=False)
 
-    def recall_plan(self, flow_id: str) -> Any:
+    def recall_plan(self, flow_id: str) -> RepairPlan | None:
         """The repair plan of a flow, once: it is forgotten when recalled."""
         return self._plans.pop(flow_id, None)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from mitmproxy import http
@@ -16,6 +15,8 @@ from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
 from .limits import MAX_DECODED_BYTES, bounded_name
+from .plans import INSERTING as INSERTING  # offline.py takes it from here
+from .plans import RepairPlan
 from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
 from .records import RepairAction, display_call_id, summarize_actions
@@ -24,33 +25,8 @@ from .scope import Scope, caller_identity, scope_of
 
 logger = masked_logger(__name__)
 
-# Actions that put cached state into a request: the ones a provider can refuse the value of.
-INSERTING = ("restored", "inserted", "id_restored")
 # Most (host, kind of credential) pairs the proxy says once that their scope ends when the credential rotates.
 _ROTATING_NOTED = 256
-
-
-@dataclass
-class RepairPlan:
-    actions: list[RepairAction]
-    cache: CacheView
-    context: RepairContext
-    # Foreign values that had to stay where they were: the index of each one's item, and a note for a person (see
-    # WireFormat.remove_foreign).
-    foreign_kept: list[tuple[int, str]] = field(default_factory=list)
-
-    def cache_entries(self) -> list[dict[str, Any]]:
-        """The cache entries the repair inserted state from: what to drop if the provider refuses it."""
-        used = {action.response_id for action in self.actions if action.kind in INSERTING}
-        return [
-            {
-                "response_id": r.response_id,
-                "keys": r.keys(),
-                "item": r.fields.get("id") if isinstance(r.fields.get("id"), str) else None,
-            }
-            for r in self.cache.used
-            if r.response_id in used
-        ]
 
 
 def plan_repair(

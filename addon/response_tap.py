@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 
 from . import jsoncodec
 from .decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
 from .formats import ResponseReader
 from .limits import MAX_DECODED_BYTES
+from .records import ReasoningRecord
 from .sse_parser import SSEParser, looks_like_event_stream
 
 # Stream chunks are read in batches of this many chunks or bytes, whichever comes first.
@@ -24,7 +27,23 @@ BACKLOG_BYTES = 64 * 1024
 MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 
 
+@dataclass(frozen=True, slots=True)
+class TapResult:
+    """What the tap made of one answer, handed over once when the answer ended."""
+
+    complete: bool  # False: the stream was cut short
+    sse: bool  # the answer came as an event stream
+    read: bool  # the copy was read (a 2xx answer): else nothing below but `problem` says anything
+    records: tuple[ReasoningRecord, ...] = ()
+    over: str | None = None  # the bound the answer met (limits.Budget): it was read to its end, and is not cached
+    unreadable: int = 0  # stream events that held no JSON (ResponseReader.unreadable)
+    problem: str | None = None  # why the copy could not be read, if it could not
+
+
 class ResponseTap:
+    """Reads a copy of one answer as it passes. At the end it hands what it read, as a TapResult, to `on_finish`
+    (inside `guard`, which keeps a failure there off the stream); without `on_finish` the caller asks the reader."""
+
     def __init__(
         self,
         reader: ResponseReader,
@@ -33,27 +52,29 @@ class ResponseTap:
         content_encoding: str | None,
         read: bool,
         keep_body: bool,
-        on_finish: Callable[[ResponseTap, bool], None],
+        on_finish: Callable[[TapResult], None] | None = None,
+        guard: Callable[[], AbstractContextManager[object]] = nullcontext,
         defer: bool = False,
     ) -> None:
         self.reader = reader
-        self.sse = sse
-        self.read = read
-        self.keep_body = keep_body
-        self.finished = False
+        self._sse = sse
+        self._read = read
+        self._keep_body = keep_body
+        self._finished = False
         # Finish on the event loop's next turn, after the client has the end of the stream: reading
         # what was set aside and storing it then costs the client nothing. Asyncio runs the callback
         # before it reads anything new, so the next request still finds the cache entry.
-        self.defer = defer
+        self._defer = defer
         self.deferred = False
         self.problem: str | None = None  # why the copy could not be read, if it could not
         self._on_finish = on_finish
+        self._guard = guard
         self._encoding = content_encoding
         # One growing buffer, not a list of pieces: joining pieces would hold a big answer twice at the end.
         self._kept: bytearray | None = bytearray() if keep_body or not sse else None
         self._size = 0
         self._decoder: BoundedDecoder | None = None
-        self._skippable = getattr(reader, "skippable", None)
+        self._skippable = reader.skippable
         self._parser: SSEParser | None = None
         self._backlog: list[bytes] = []
         self._backlog_size = 0
@@ -67,7 +88,7 @@ class ResponseTap:
 
     def __call__(self, chunk: bytes) -> bytes:
         if not chunk:
-            if self.defer and not self.finished:
+            if self._defer and not self._finished:
                 try:
                     asyncio.get_running_loop().call_soon(self.finish)
                     self.deferred = True
@@ -82,7 +103,7 @@ class ResponseTap:
                 self._kept += chunk
             else:
                 self._kept = None
-                if not self.sse:
+                if not self._sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
         if self._parser is not None:
             # Set aside and read in batches: one warm pass over many chunks costs far less than a
@@ -101,7 +122,7 @@ class ResponseTap:
         self._backlog_size = 0
         try:
             assert self._decoder is not None
-            markers = getattr(self.reader, "markers", None)
+            markers = self.reader.markers  # known only once the reader has seen the start of the answer
             for piece in self._decoder.decode(data):
                 for event in self._parser.feed(piece, self._skippable, markers):
                     self.reader.feed_event(event)
@@ -116,9 +137,9 @@ class ResponseTap:
         return bytes(kept) if kept is not None else None
 
     def finish(self, *, complete: bool = True) -> None:
-        if self.finished:
+        if self._finished:
             return
-        self.finished = True
+        self._finished = True
         self._read_backlog()
         try:
             if self._parser is not None and complete:
@@ -128,17 +149,33 @@ class ResponseTap:
                         self.reader.feed_event(event)
                 for event in self._parser.close():
                     self.reader.feed_event(event)
-            elif self.read and not self.sse and complete and self._kept is not None:
+            elif self._read and not self._sse and complete and self._kept is not None:
                 raw = self._kept
-                if not self.keep_body:
+                if not self._keep_body:
                     self._kept = None  # the parse below is the last use of it
                 self._read_document(raw)
                 del raw
         except Exception as e:
             self._stop(f"response not readable: {type(e).__name__}: {e}")
-        if not self.keep_body:
+        if not self._keep_body:
             self._kept = None
-        self._on_finish(self, complete)
+        if self._on_finish is not None:
+            with self._guard():
+                self._on_finish(self._result(complete))
+
+    def _result(self, complete: bool) -> TapResult:
+        if not self._read:
+            return TapResult(complete=complete, sse=self._sse, read=False, problem=self.problem)
+        records = tuple(self.reader.records(complete=complete))
+        return TapResult(
+            complete=complete,
+            sse=self._sse,
+            read=True,
+            records=records,
+            over=self.reader.budget.over,  # after records(): the reader may meet a bound while it assembles them
+            unreadable=self.reader.unreadable,
+            problem=self.problem,
+        )
 
     def _read_document(self, raw: bytes | bytearray) -> None:
         try:
@@ -167,6 +204,6 @@ class ResponseTap:
 
 def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool) -> None:
     """Feeds a whole recorded (already decoded) body to a reader, as the tap would have while it streamed."""
-    tap = ResponseTap(reader, sse=sse, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    tap = ResponseTap(reader, sse=sse, content_encoding=None, read=True, keep_body=False)
     tap(body)
     tap.finish(complete=True)

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Literal
 from urllib.parse import urlsplit
 
@@ -170,43 +171,21 @@ OPTIONS: tuple[OptionSpec, ...] = (
     ),
 )
 OPTION_NAMES = frozenset(spec.name for spec in OPTIONS)
+# The one place each default is written is OPTIONS: the parsers and the Settings model take theirs from here.
+OPTION_DEFAULTS: Mapping[str, str | None] = MappingProxyType({spec.name: spec.default for spec in OPTIONS})
+
+
+def _default(name: str) -> str:
+    """The default of an option that has one (all but llm_log, whose default depends on llm_cache)."""
+    default = OPTION_DEFAULTS[name]
+    assert default is not None, name
+    return default
+
 
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    cache: str  # "memory", an absolute file path, or a redis:// URL
-    log: Path | None
-    log_max_bytes: int = 20 * 1024 * 1024
-    log_backups: int = 2
-    repair: bool
-    cache_max_age: float
-    cache_max_entries: int
-    log_opaque: bool
-    keep_bodies: Literal["auto", "true", "false"]
-    signature_placeholder: str = "auto"
-    credential_headers: frozenset[str] = frozenset()  # lower case, beyond those the proxy knows
-    anonymous_fallback: bool = False
-    remove_foreign: bool = True
-
-    @property
-    def cache_display(self) -> str:
-        """The cache setting as it may be logged: a Redis URL loses its password."""
-        return display_url(self.cache) if self.cache.startswith(REDIS_SCHEMES) else self.cache
-
-    def loggable(self) -> dict:
-        return self.model_dump(mode="json") | {"cache": self.cache_display}
-
-    def summary(self) -> str:
-        return (
-            f"cache={self.cache_display} (max age {self.cache_max_age:g}s, max {self.cache_max_entries} entries), "
-            f"log={self.log or 'off'}, repair={'on' if self.repair else 'off (observe only)'}"
-        )
 
 
 def parse_bool(name: str, value: str | None) -> bool:
@@ -231,8 +210,8 @@ _SIZE = re.compile(r"^\s*(\d+)\s*(b|kb|mb|gb|k|m|g)?\s*$", re.IGNORECASE)
 _UNIT_BYTES = {"b": 1, "k": 1024, "kb": 1024, "m": 1024**2, "mb": 1024**2, "g": 1024**3, "gb": 1024**3}
 
 
-def parse_size(name: str, value: str | None, default: str) -> int:
-    match = _SIZE.match(default if value is None else value)
+def parse_size(name: str, value: str | None) -> int:
+    match = _SIZE.match(_default(name) if value is None else value)
     size = int(match.group(1)) * _UNIT_BYTES[(match.group(2) or "b").lower()] if match else 0
     if size < 4096:
         raise ValueError(f"{name}: expected a size of at least 4KB, such as 20MB, 512KB or 1GB, got {value!r}")
@@ -240,7 +219,7 @@ def parse_size(name: str, value: str | None, default: str) -> int:
 
 
 def parse_backups(value: str | None) -> int:
-    text = "2" if value is None else value.strip()
+    text = _default("llm_log_backups") if value is None else value.strip()
     if not text.isdigit():
         raise ValueError(f"llm_log_backups: expected a whole number (0 or more), got {value!r}")
     return int(text)
@@ -302,16 +281,14 @@ def parse_log(value: str | None, cache: str) -> Path | None:
 
 
 def parse_keep_bodies(value: str | None) -> Literal["auto", "true", "false"]:
-    lowered = (value or "auto").strip().lower()
+    lowered = (value or _default("llm_keep_bodies")).strip().lower()
     if lowered == "auto":
         return "auto"
     return "true" if parse_bool("llm_keep_bodies", lowered) else "false"
 
 
 def parse_placeholder(value: str | None) -> str:
-    if value is None:
-        return "auto"
-    value = value.strip()
+    value = (_default("llm_signature_placeholder") if value is None else value).strip()
     lowered = value.lower()
     if lowered in ("auto", "on", "true"):
         return "auto"
@@ -331,21 +308,58 @@ def parse_header_names(name: str, value: str | None) -> frozenset[str]:
     return frozenset(part.lower() for part in names)
 
 
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    cache: str  # "memory", an absolute file path, or a redis:// URL
+    log: Path | None
+    log_max_bytes: int = parse_size("llm_log_max_size", _default("llm_log_max_size"))
+    log_backups: int = parse_backups(_default("llm_log_backups"))
+    repair: bool
+    cache_max_age: float
+    cache_max_entries: int
+    log_opaque: bool
+    keep_bodies: Literal["auto", "true", "false"]
+    signature_placeholder: str = parse_placeholder(_default("llm_signature_placeholder"))
+    # Lower case, beyond those the proxy knows.
+    credential_headers: frozenset[str] = parse_header_names(
+        "llm_credential_headers", _default("llm_credential_headers")
+    )
+    anonymous_fallback: bool = parse_bool("llm_anonymous_fallback", _default("llm_anonymous_fallback"))
+    remove_foreign: bool = parse_bool("llm_remove_foreign", _default("llm_remove_foreign"))
+
+    @property
+    def cache_display(self) -> str:
+        """The cache setting as it may be logged: a Redis URL loses its password."""
+        return display_url(self.cache) if self.cache.startswith(REDIS_SCHEMES) else self.cache
+
+    def loggable(self) -> dict:
+        return self.model_dump(mode="json") | {"cache": self.cache_display}
+
+    def summary(self) -> str:
+        return (
+            f"cache={self.cache_display} (max age {self.cache_max_age:g}s, max {self.cache_max_entries} entries), "
+            f"log={self.log or 'off'}, repair={'on' if self.repair else 'off (observe only)'}"
+        )
+
+
 def parse_settings(values: Mapping[str, str | None]) -> Settings:
-    """Settings from raw option strings; raises ValueError naming the bad option."""
-    cache = parse_cache(values.get("llm_cache"))
+    """Settings from raw option strings (an option left out has its default); raises ValueError naming the bad
+    option."""
+    values = {name: values.get(name, default) for name, default in OPTION_DEFAULTS.items()}
+    cache = parse_cache(values["llm_cache"])
     return Settings(
         cache=cache,
-        log=parse_log(values.get("llm_log"), cache),
-        log_max_bytes=parse_size("llm_log_max_size", values.get("llm_log_max_size"), "20MB"),
-        log_backups=parse_backups(values.get("llm_log_backups")),
-        repair=parse_bool("llm_repair", values.get("llm_repair")),
-        cache_max_age=parse_duration("llm_cache_max_age", values.get("llm_cache_max_age")),
-        cache_max_entries=parse_count("llm_cache_max_entries", values.get("llm_cache_max_entries")),
-        log_opaque=parse_bool("llm_log_opaque", values.get("llm_log_opaque")),
-        keep_bodies=parse_keep_bodies(values.get("llm_keep_bodies")),
-        signature_placeholder=parse_placeholder(values.get("llm_signature_placeholder")),
-        credential_headers=parse_header_names("llm_credential_headers", values.get("llm_credential_headers")),
-        anonymous_fallback=parse_bool("llm_anonymous_fallback", values.get("llm_anonymous_fallback", "false")),
-        remove_foreign=parse_bool("llm_remove_foreign", values.get("llm_remove_foreign", "true")),
+        log=parse_log(values["llm_log"], cache),
+        log_max_bytes=parse_size("llm_log_max_size", values["llm_log_max_size"]),
+        log_backups=parse_backups(values["llm_log_backups"]),
+        repair=parse_bool("llm_repair", values["llm_repair"]),
+        cache_max_age=parse_duration("llm_cache_max_age", values["llm_cache_max_age"]),
+        cache_max_entries=parse_count("llm_cache_max_entries", values["llm_cache_max_entries"]),
+        log_opaque=parse_bool("llm_log_opaque", values["llm_log_opaque"]),
+        keep_bodies=parse_keep_bodies(values["llm_keep_bodies"]),
+        signature_placeholder=parse_placeholder(values["llm_signature_placeholder"]),
+        credential_headers=parse_header_names("llm_credential_headers", values["llm_credential_headers"]),
+        anonymous_fallback=parse_bool("llm_anonymous_fallback", values["llm_anonymous_fallback"]),
+        remove_foreign=parse_bool("llm_remove_foreign", values["llm_remove_foreign"]),
     )

@@ -139,11 +139,6 @@ class SSEParser:
             self._line(line.rstrip(b"\r\n"), events)
         return events
 
-    @property
-    def idle(self) -> bool:
-        """At an event boundary: nothing of a line or an event is pending."""
-        return not self._pending and not self._data and self._event is None
-
     def close(self) -> list[SSEEvent]:
         """End of stream: dispatch what is pending, even without a final blank line."""
         events: list[SSEEvent] = []

@@ -463,9 +463,7 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
 
     def capture() -> None:
         reader = ChatCompletions().reader()
-        tap = ResponseTap(
-            reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None
-        )
+        tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False)
         for piece in pieces:
             tap(piece)
         tap(b"")

@@ -250,7 +250,7 @@ ALL_STREAMS = sorted(FIXTURES.glob("*/*.sse"))
 
 def unreadable_events(path: Path, raw: bytes) -> int:
     reader = formats.by_name(FORMAT_OF_DIRECTORY[path.parent.name]).reader()
-    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False, on_finish=lambda t, c: None)
+    tap = ResponseTap(reader, sse=True, content_encoding=None, read=True, keep_body=False)
     tap(raw)
     tap(b"")
     return reader.unreadable

@@ -30,13 +30,13 @@ from .. import jsoncodec
 from ..records import ReasoningRecord
 from ..redact import masked_logger, redact_url
 from .base import CacheLimits, StoreError, StoreUnavailable
+from .prune_schedule import PruneSchedule
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
 logger = masked_logger(__name__)
 
 REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"
-_PRUNE_EVERY = 256  # puts between two prunes
 # A refused connection fails at once; these bound what a Redis that stopped answering can cost a request.
 CONNECT_TIMEOUT = 0.5
 COMMAND_TIMEOUT = 1.0
@@ -62,7 +62,7 @@ class RedisStore:
         self._limits = limits
         self._ttl = max(1, math.ceil(limits.max_age)) if math.isfinite(limits.max_age) else None
         self._clock = clock
-        self._puts = 0
+        self._prunes = PruneSchedule()
         self._read = RememberedRecords()
         self._paused_until = 0.0
         self._pause = 0.0
@@ -129,8 +129,7 @@ class RedisStore:
             return record_id
 
         self._read.add(self._guard(write), stored_at, record, len(raw))
-        self._puts += 1
-        if self._puts % _PRUNE_EVERY == 0:
+        if self._prunes.wrote():
             self.prune()
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
@@ -153,8 +152,7 @@ class RedisStore:
                 pipe.execute()
 
         self._guard(write)
-        self._puts += 1
-        if self._puts % _PRUNE_EVERY == 0:
+        if self._prunes.wrote():
             self.prune()
 
     def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:

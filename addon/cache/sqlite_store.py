@@ -27,6 +27,7 @@ from .. import jsoncodec
 from ..private_files import make_private, make_private_dir, open_private
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
+from .prune_schedule import PruneSchedule
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
 SCHEMA_VERSION = 4  # 4: tool call arguments kept as a digest
@@ -53,7 +54,6 @@ CREATE TABLE IF NOT EXISTS origins (
 CREATE INDEX IF NOT EXISTS origins_stored_at ON origins (stored_at);
 """
 _KEYS_PER_QUERY = 500
-_PRUNE_EVERY = 256  # puts between two prunes
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
 
 
@@ -84,7 +84,7 @@ class SQLiteStore:
         self.description = f"sqlite:{path}"
         self._limits = limits
         self._clock = clock
-        self._puts = 0
+        self._prunes = PruneSchedule()
         self._read = RememberedRecords()
         self._keys: dict[tuple[str, str], int | None] = {}
         self._origins: dict[str, dict[str, float]] = {}  # digest -> origin -> stored_at (empty: none), like _keys
@@ -194,8 +194,7 @@ class SQLiteStore:
         self._read.add(record_id, stored_at, record, len(raw))
         for key in keys:
             self._remember_key(scope, key, record_id)
-        self._puts += 1
-        if self._puts % _PRUNE_EVERY == 0:
+        if self._prunes.wrote():
             self.prune()
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
@@ -224,8 +223,7 @@ class SQLiteStore:
             known = self._origins.get(digest)
             if known is not None:  # else other origins may be on file: the next lookup reads them
                 self._remember_origins(digest, {**known, origin: stored_at})
-        self._puts += 1
-        if self._puts % _PRUNE_EVERY == 0:
+        if self._prunes.wrote():
             self.prune()
 
     def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:

@@ -120,6 +120,8 @@ def _text(value: Any) -> str:
 
 
 class AnthropicReader:
+    markers: tuple[bytes, ...] | None = None  # no byte string marks every event this reader keeps
+
     def __init__(self) -> None:
         self.response_id: str | None = None
         self.response_model: str | None = None

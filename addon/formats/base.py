@@ -119,6 +119,15 @@ class ResponseReader(Protocol):
     """
 
     budget: Budget
+    # Stream events that held no JSON (cut short, or not UTF-8): they reach the client, but what they carried is
+    # lost, and the capture says so.
+    unreadable: int
+
+    @property
+    def markers(self) -> tuple[bytes, ...] | None:
+        """Byte strings one of which every SSE event this reader keeps contains, when it knows them: the events of a
+        chunk without any are passed over unsplit. None: any event may matter."""
+        ...
 
     def feed_event(self, event: SSEEvent) -> None: ...
 

@@ -35,6 +35,7 @@ from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,
     MESSAGE_FIELDS,
+    STREAM_MARKERS,
     TEXT_FIELDS,
     WHOLE_FIELDS,
     DetailAssembler,
@@ -49,25 +50,21 @@ NAME = "chat_completions"
 _EMPTY_CONTENT = (None, "", [])
 
 
-# Chunks that carry none of these hold only answer text and are not parsed.
-def _interesting(data: bytes) -> bool:
-    """Whether a chunk holds anything this reader keeps, judged by substring and only past `"delta"`.
+# Unpacked for the checks below, which see every chunk: plain `in`/`find` beat a loop or a regex alternation there.
+_REASONING, _TOOL_CALLS, _EXTRA_CONTENT = STREAM_MARKERS
 
-    Every kept field is inside the delta: "reasoning" covers reasoning_text, _opaque, _content and
-    _details; "tool_calls" covers the state on calls; "extra_content" the message-level Gemini shape
-    (which carries thought_signature with it). Plain `in`/`find` beat a regex alternation here.
-    """
+
+def _interesting(data: bytes) -> bool:
+    """Whether a chunk holds anything this reader keeps, judged by its STREAM_MARKERS and only past `"delta"`
+    (every kept field is inside the delta). Chunks that hold none carry only answer text and are not parsed."""
     start = data.find(b'"delta"')
     if start < 0:
         return True  # not a delta chunk: let the parser look
     return (
-        data.find(b"reasoning", start) >= 0
-        or data.find(b"tool_calls", start) >= 0
-        or (data.find(b"extra_content", start) >= 0)
+        data.find(_REASONING, start) >= 0 or data.find(_TOOL_CALLS, start) >= 0 or data.find(_EXTRA_CONTENT, start) >= 0
     )
 
 
-_MARKERS = (b"reasoning", b"tool_calls", b"extra_content")
 _KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
 # Chunks set aside for a batch parse are parsed early past this, so memory stays bounded.
 MAX_PENDING_BYTES = 4 * 1024 * 1024
@@ -191,7 +188,7 @@ class ChatCompletionsReader:
             self._parse(data)
             return
         # A chunk of one event was judged whole already; this cheaper test sorts chunks of several.
-        if b"reasoning" not in data and b"tool_calls" not in data and b"extra_content" not in data:
+        if _REASONING not in data and _TOOL_CALLS not in data and _EXTRA_CONTENT not in data:
             return
         self._pending.append(data)
         self._pending_bytes += len(data)
@@ -224,7 +221,7 @@ class ChatCompletionsReader:
     @property
     def markers(self) -> tuple[bytes, ...] | None:
         """What the events this reader keeps contain, once the first event has been read."""
-        return _MARKERS if self.response_id is not None else None
+        return STREAM_MARKERS if self.response_id is not None else None
 
     def feed_document(self, doc: Any) -> None:
         self._feed(doc, "message")

@@ -26,6 +26,10 @@ TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
 WHOLE_FIELDS = ("thought_signature", "extra_content")
 DETAILS_FIELD = "reasoning_details"
 MESSAGE_FIELDS = (*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD)
+# What every stream chunk that carries one of these fields contains, for chunks to be sorted without parsing them:
+# "reasoning" covers the text fields and reasoning_details, "tool_calls" the state on calls, "extra_content" the
+# message-level Gemini shape (which carries thought_signature with it).
+STREAM_MARKERS = (b"reasoning", b"tool_calls", b"extra_content")
 # Tool call fields; "function." names a field inside the call's `function` object.
 CALL_FIELDS = (
     "extra_content",

@@ -152,6 +152,8 @@ class _CandidateState:
 class GeminiReader:
     """Reads one `GenerateContentResponse`, a stream of them (each SSE `data:` is whole), or a JSON array of them."""
 
+    markers: tuple[bytes, ...] | None = None  # no byte string marks every event this reader keeps
+
     def __init__(self) -> None:
         self.response_id: str | None = None
         self.response_model: str | None = None

@@ -136,6 +136,8 @@ def _payload_lines(data: bytes) -> Iterator[bytes]:
 
 
 class ResponsesReader:
+    markers: tuple[bytes, ...] | None = None  # no byte string marks every event this reader keeps
+
     def __init__(self) -> None:
         self.response_id: str | None = None
         self.response_model: str | None = None

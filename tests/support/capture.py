@@ -7,7 +7,7 @@ import re
 
 from llm_reasoning_proxy.formats import WireFormat
 from llm_reasoning_proxy.records import ReasoningRecord
-from llm_reasoning_proxy.response_tap import ResponseTap
+from llm_reasoning_proxy.response_tap import ResponseTap, TapResult
 
 
 def split(raw: bytes, cuts: list[int]) -> list[bytes]:
@@ -40,15 +40,14 @@ def tap_records(
     complete: bool = True,
 ) -> list[ReasoningRecord]:
     """The records a format reads from `raw` fed in pieces; `complete=False` cuts the stream off at its end."""
-    reader = wire_format.reader()
-    finished: list[bool] = []
+    results: list[TapResult] = []
     tap = ResponseTap(
-        reader,
+        wire_format.reader(),
         sse=sse,
         content_encoding=encoding,
         read=True,
         keep_body=False,
-        on_finish=lambda t, c: finished.append(c),
+        on_finish=results.append,
     )
     for piece in pieces(raw, size):
         assert tap(piece) is piece  # the client gets every piece as it came
@@ -56,5 +55,5 @@ def tap_records(
         assert tap(b"") == b""
     else:
         tap.finish(complete=False)
-    assert finished == [complete] and tap.problem is None
-    return reader.records(complete=complete)
+    assert [result.complete for result in results] == [complete] and tap.problem is None
+    return list(results[0].records)
