@@ -13,7 +13,6 @@ import json
 import logging
 import re
 import string
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -374,10 +373,6 @@ def redact_url(url: str) -> str:
         netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
     query = _QUERY_SECRET.sub(rf"\1\2{REDACTED}", parts.query)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def redact_headers(headers: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(k, REDACTED if is_credential_header(k) else v) for k, v in headers]
 
 
 # Keys whose value is a secret wherever they appear in a body, compared without case and
