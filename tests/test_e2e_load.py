@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.load import render, run_load
+from tests.support.load import render, run_load
 
 pytestmark = pytest.mark.e2e
 
