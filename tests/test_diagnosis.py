@@ -1479,6 +1479,25 @@ def test_openrouter_wrapper_with_an_unnamed_provider():
     assert diagnosis.message == "upstream timed out"
 
 
+@pytest.mark.parametrize(
+    ("provider_name", "provider"),
+    [
+        ("Google", "vertex"),
+        ("Google Vertex", "vertex"),
+        ("Google AI Studio", "gemini"),
+        ("Anthropic", "anthropic"),
+        ("Amazon Bedrock", "bedrock"),
+        ("Moonshot AI", "moonshot"),
+        ("DeepSeek", "deepseek"),
+        ("OpenAI", "openai"),
+        ("Azure", "azure"),
+    ],
+)
+def test_openrouter_names_the_upstream_of_a_text_no_rule_knows(provider_name: str, provider: str) -> None:
+    diagnosis = classify(400, openrouter_error("upstream said no", provider_name))
+    assert facts(diagnosis) == expect("unknown", provider, "unknown", None, wrapped_by="openrouter")
+
+
 # --------------------------------------------------------------------------------------
 # error_messages
 
