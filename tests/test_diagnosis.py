@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.diagnosis import _RULES as _RULE_TABLE
-from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULES, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -1744,6 +1743,6 @@ def test_every_rule_a_format_check_names_has_a_diagnosis_rule():
 
 def test_a_rule_id_keeps_one_kind_whichever_text_it_matches():
     kinds: dict[str, set[str]] = {}
-    for rule in _RULE_TABLE:
+    for rule in RULE_TABLE:
         kinds.setdefault(rule.rule, set()).add(rule.kind)
     assert {rule: kind for rule, kind in kinds.items() if len(kind) > 1} == {}
