@@ -21,7 +21,10 @@ from . import formats, jsoncodec
 from .annotate import add_comment, flow_meta
 from .cache import StoreUnavailable
 from .decoding import message_body, message_prefix
-from .diagnosis import GENERIC_RULES, RULES, Diagnosis, classify
+from .diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
+from .diagnosis.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
+from .diagnosis.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
+from .diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from .events import Diagnosed
 from .failopen import fail_open
 from .formats import CacheView, RepairContext
@@ -40,7 +43,7 @@ REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
 # A request answered in Copilot's envelope is checked against Copilot's rules, whatever host the proxy reached it on
 # (a local gateway such as copilot-api passes Copilot's errors on).
 COPILOT_HOST = "api.githubcopilot.com"
-_SIGNATURE_RULES = ("gemini_signature_missing", "vertex_signature_missing")
+_SIGNATURE_RULES = (GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING)
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
 _MENDED = "the client's request, mended by the proxy, broke "
@@ -134,13 +137,13 @@ FOREIGN_ADVICE = (
 )
 # Rules whose remedy is not the one of their kind.
 _RULE_ADVICE = {
-    "anthropic_block_binding_beta": (
+    ANTHROPIC_BLOCK_BINDING_BETA: (
         "send thinking.block_binding only with the anthropic-beta value thinking-binding-controls-2026-08-01, or "
         "leave it out"
     ),
-    "reasoning_effort_unsupported": "leave the reasoning effort out for this model: it does not take one",
+    REASONING_EFFORT_UNSUPPORTED: "leave the reasoning effort out for this model: it does not take one",
     # Only when the format's checks found nothing either (else the advice is the one for what they found).
-    "copilot_invalid_request_body": (
+    COPILOT_INVALID_REQUEST_BODY: (
         "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
         "it with the last request that worked (scripts/check on a flow file of both)"
     ),
@@ -180,7 +183,7 @@ def advise(
     `kind` is the kind of problem when it is known better than the diagnosis says (the format's own check found
     what a generic error text does not name)."""
     kind = kind or diagnosis.kind
-    if diagnosis.rule == "unknown":
+    if diagnosis.rule == UNKNOWN:
         return "not a known reasoning-state error; the provider's text is logged as it was"
     if healed and kind in REFUSED_VALUE:
         return (
@@ -192,7 +195,7 @@ def advise(
             f"repair is off (llm_repair=false), and the proxy would have {would_repair}: turn repair on "
             "(--set llm_repair=true)"
         )
-    if diagnosis.rule == "anthropic_block_binding":
+    if diagnosis.rule == ANTHROPIC_BLOCK_BINDING:
         return binding_advice(diagnosis.cause)
     if diagnosis.rule in _RULE_ADVICE and kind == diagnosis.kind:
         return _RULE_ADVICE[diagnosis.rule]
@@ -277,7 +280,7 @@ class ErrorExplainer:
         findings: list[Violation] = []
         mended: list[Violation] = []
         finding = None
-        if index is None and not diagnosis.item_ids and diagnosis.rule != "unknown" and doc is not None:
+        if index is None and not diagnosis.item_ids and diagnosis.rule != UNKNOWN and doc is not None:
             # The error names no place: the format's own checks find what it may be about.
             findings, mended = self._findings(flow, meta, diagnosis, doc)
             finding = pick_finding(findings, diagnosis)
@@ -296,7 +299,7 @@ class ErrorExplainer:
         if not (diagnosis.rule in GENERIC_RULES and finding is None):
             unapplied = [a for a in unapplied if a.kind in _FIXED_BY.get(kind, ())]
         healed = self._heal(meta, diagnosis, plan, sites) if plan is not None and kind in REFUSED_VALUE else 0
-        cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != "unknown" else None
+        cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != UNKNOWN else None
         rule = finding.rule if finding is not None else diagnosis.rule
         advice = advise(
             diagnosis,
@@ -322,7 +325,7 @@ class ErrorExplainer:
         where = f" at {location}" + (f" (tool call {named})" if call_ids else "") if location else ""
         found = f"; as sent, the request breaks {'; '.join(as_sent)}" if as_sent else ""
         found += f"; {'; '.join(mended_text)}" if mended_text else ""
-        if diagnosis.rule == "unknown":
+        if diagnosis.rule == UNKNOWN:
             line = f"llm {flow.response.status_code} from {url}, not a known reasoning error: {diagnosis.message[:300]}"
         else:
             line = f"llm {flow.response.status_code} from {url}: {diagnosis.summary}{where}{found}; {advice}"

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsoncodec
+from ..diagnosis.anthropic import ANTHROPIC_THINKING_EXPECTED
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
@@ -490,7 +491,7 @@ class AnthropicMessages(Routed):
         found = content[0].get("type") if isinstance(content[0], dict) else type(content[0]).__name__
         return [
             Violation(
-                rule="anthropic_thinking_expected",
+                rule=ANTHROPIC_THINKING_EXPECTED,
                 location=f"messages[{last}].content[0]",
                 message=f"the final assistant message must start with a thinking block, found `{found}`",
                 tool_call_id=_use_parts(_tool_uses(content)[0])[0],

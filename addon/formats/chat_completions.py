@@ -17,6 +17,11 @@ from typing import Any
 import orjson
 
 from .. import jsoncodec
+from ..diagnosis.deepseek import REASONING_CONTENT_MISSING
+from ..diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
+from ..diagnosis.openai import CONTENT_EMPTY_ARRAY
+from ..diagnosis.openrouter import OPENROUTER_REASONING_DETAILS
+from ..diagnosis.rules import TOOL_RESULT_ORPHANED
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
@@ -511,11 +516,11 @@ def _signature_rule(context: RepairContext) -> tuple[str, str] | None:
     if "gemini-3" not in model:
         return None
     if "/openai/" in context.path and deployment_model(context.path) is None:  # not Azure OpenAI's /openai/deployments/
-        return "gemini_signature_missing", "extra_content"
+        return GEMINI_SIGNATURE_MISSING, "extra_content"
     if model.startswith("google/") or "openrouter" in context.host:
-        return "openrouter_reasoning_details", DETAILS_FIELD
+        return OPENROUTER_REASONING_DETAILS, DETAILS_FIELD
     if "githubcopilot" in context.host:
-        return "vertex_signature_missing", "reasoning_opaque"
+        return VERTEX_SIGNATURE_MISSING, "reasoning_opaque"
     return None  # LiteLLM and others send a placeholder themselves
 
 
@@ -529,7 +534,7 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
             if message.get("tool_call_id") not in called:
                 violations.append(
                     Violation(
-                        rule="tool_result_orphaned",
+                        rule=TOOL_RESULT_ORPHANED,
                         location=location,
                         message="tool result answers no tool call of an earlier assistant message",
                         tool_call_id=message.get("tool_call_id"),
@@ -541,10 +546,10 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
         called.update(str(call.get("id")) for call in _tool_calls(message))
         if message.get("content") == []:
             text = "content is an empty array (Copilot: invalid request body; the API wants null or text)"
-            violations.append(Violation(rule="content_empty_array", location=location, message=text))
+            violations.append(Violation(rule=CONTENT_EMPTY_ARRAY, location=location, message=text))
         if _requires_reasoning_content(model) and message.get("reasoning_content") is None:
             text = "assistant tool-call message without reasoning_content (required in thinking mode)"
-            violations.append(Violation(rule="reasoning_content_missing", location=location, message=text))
+            violations.append(Violation(rule=REASONING_CONTENT_MISSING, location=location, message=text))
     rule = _signature_rule(context)
     for index in _current_turn(messages) if rule else []:
         message = messages[index]

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
+from ..diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
@@ -400,7 +401,7 @@ class GeminiNative(Routed):
         vertex = "/projects/" in context.path.split("?", 1)[0]
         return [
             Violation(
-                rule="vertex_signature_missing" if vertex else "gemini_signature_missing",
+                rule=VERTEX_SIGNATURE_MISSING if vertex else GEMINI_SIGNATURE_MISSING,
                 location=f"contents[{index}].parts[{position}]",
                 message=f"current-turn function call `{call_parts(call)[1]}` without its thought signature",
                 tool_call_id=call_parts(call)[0],

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .. import jsoncodec
+from ..diagnosis.openai import RESPONSES_REASONING_ORPHANED
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
@@ -471,7 +472,7 @@ class Responses(Routed):
             return []
         return [
             Violation(
-                rule="responses_reasoning_orphaned",
+                rule=RESPONSES_REASONING_ORPHANED,
                 location=f"input[{index}]",
                 message=f"reasoning item {_reasoning_id(items[index])} is not followed by an item it produced",
             )
