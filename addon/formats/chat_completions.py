@@ -35,6 +35,7 @@ from .base import (
     call_lookup_keys,
     deployment_model,
     event_documents,
+    item_at,
 )
 from .chat_fields import (
     CALL_FIELDS,
@@ -424,6 +425,7 @@ def remove_foreign_values(
 class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
+    items_key = "messages"
     text_fields = frozenset({"reasoning_text", "reasoning_content"})
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
@@ -495,6 +497,28 @@ class ChatCompletions(Routed):
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return check_messages(messages, context) if isinstance(messages, list) else []
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        message = item_at(doc, self.items_key, index)
+        return [_call_parts(call) for call in _tool_calls(message)] if _is_assistant(message) else []
+
+
+def block_to_message(messages: list[Any], position: int) -> int | None:
+    """The chat message behind the N-th (1-based) content block Gemini was sent, as Copilot and OpenRouter turn a
+    chat request into Gemini's contents: system messages go elsewhere and consecutive tool results merge into one
+    block."""
+    block = 0
+    previous = None
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "system":
+            continue
+        if not (role == "tool" and previous == "tool"):
+            block += 1
+        previous = role
+        if block == position:
+            return index
+    return None
 
 
 def _requires_reasoning_content(model: str) -> bool:

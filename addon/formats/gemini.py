@@ -38,7 +38,7 @@ from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents
+from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents, item_at
 
 NAME = "gemini_native"
 SIGNATURE = "thoughtSignature"
@@ -328,6 +328,7 @@ def remove_foreign_signatures(contents: list[Any], foreign: ForeignLookup) -> li
 class GeminiNative(Routed):
     body_marker = b'"contents"'
     name = NAME
+    items_key = "contents"
     text_fields = frozenset({SIGNED_TEXT_PART})
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset(SIGNATURE_KEYS)
@@ -408,6 +409,10 @@ class GeminiNative(Routed):
             )
             for index, position, part, call in unsigned_current_calls(contents)
         ]
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        content = item_at(doc, self.items_key, index)
+        return [call_parts(call) for _, _, call in _call_positions(content["parts"])] if _is_model(content) else []
 
 
 def unsigned_current_calls(contents: list[Any]) -> list[tuple[int, int, dict[str, Any], dict[str, Any]]]:

@@ -29,7 +29,7 @@ from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model
+from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model, item_at
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
@@ -416,6 +416,7 @@ def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[Repai
 class Responses(Routed):
     body_marker = b'"input"'
     name = NAME
+    items_key = "input"
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"encrypted_content"})
@@ -478,3 +479,16 @@ class Responses(Routed):
             )
             for index in orphans(items)
         ]
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        item = item_at(doc, self.items_key, index)
+        return [_call_parts(item)] if item is not None and item.get("type") == "function_call" else []
+
+
+def item_index(items: list[Any], ids: list[str]) -> int | None:
+    """The index of the first input item whose id or call_id is one of `ids`."""
+    wanted = set(ids)
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and {item.get("id"), item.get("call_id")} & wanted:
+            return index
+    return None
