@@ -8,13 +8,27 @@ links there) and https://api-docs.deepseek.com/guides/anthropic_api. Each rule's
 
 from __future__ import annotations
 
+import re
+
 from .rules import B, Rule, rx
 
 REASONING_CONTENT_MISSING = "reasoning_content_missing"
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
 REDACTED_THINKING_UNSUPPORTED = "redacted_thinking_unsupported"
 
-_REASONING_CONTENT_MISSING = "an assistant tool-call message was sent back without its reasoning_content"
+
+def _reasoning_content_missing(provider: str, pattern: re.Pattern[str]) -> Rule:
+    """One rule id for a tool-call message sent back without its reasoning_content, however each host words it."""
+    return Rule(
+        REASONING_CONTENT_MISSING,
+        provider,
+        "missing",
+        "reasoning_content",
+        "reasoning_content",
+        pattern,
+        "an assistant tool-call message was sent back without its reasoning_content",
+    )
+
 
 RULES: tuple[Rule, ...] = (
     # DeepSeek's Anthropic-compatible endpoint, in an OpenAI envelope (https://github.com/OEvortex/aether/issues/31,
@@ -28,12 +42,8 @@ RULES: tuple[Rule, ...] = (
         rx(r"The\s+", B, r"content\[\]\.thinking", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
         "an assistant turn with tool use was sent back without its thinking block",
     ),
-    Rule(
-        REASONING_CONTENT_MISSING,
+    _reasoning_content_missing(
         "deepseek",
-        "missing",
-        "reasoning_content",
-        "reasoning_content",
         rx(
             r"Missing\s+",
             B,
@@ -42,30 +52,19 @@ RULES: tuple[Rule, ...] = (
             r"\s+field\s+in\s+the\s+assistant\s+message",
             r"(?:\s+at\s+message\s+index\s+(?P<index>\d+))?",
         ),
-        _REASONING_CONTENT_MISSING,
     ),
     # DeepSeek V4's wording (https://github.com/deepseek-ai/awesome-deepseek-agent/pull/35)
-    Rule(
-        REASONING_CONTENT_MISSING,
+    _reasoning_content_missing(
         "deepseek",
-        "missing",
-        "reasoning_content",
-        "reasoning_content",
         rx(r"The\s+", B, "reasoning_content", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
-        _REASONING_CONTENT_MISSING,
     ),
     # Kimi (https://github.com/iOfficeAI/AionUi/issues/2746, https://github.com/MoonshotAI/kimi-agent-sdk/issues/169)
-    Rule(
-        REASONING_CONTENT_MISSING,
+    _reasoning_content_missing(
         "moonshot",
-        "missing",
-        "reasoning_content",
-        "reasoning_content",
         rx(
             r"thinking\s+is\s+enabled\s+but\s+reasoning_content\s+is\s+missing\s+in\s+assistant\s+tool\s+call\s+",
             r"message(?:\s+at\s+index\s+(?P<index>\d+))?",
         ),
-        _REASONING_CONTENT_MISSING,
     ),
     # DeepSeek's /anthropic endpoint has no redacted_thinking block, which only Anthropic issues (HTTP 422)
     Rule(
