@@ -1,4 +1,4 @@
-"""Unit tests for addon/diagnosis.py: every error text of PROTOCOLS.md, in the envelope it really arrives in.
+"""Unit tests for addon/diagnosis/: every error text of PROTOCOLS.md, in the envelope it really arrives in.
 
 Texts come from PROTOCOLS.md (sections 1(d)-7(d)), from the public issues it and the module cite (quoted with the
 variants seen in the wild), and from the fake providers in tests/support, driven the way the proxy's clients
