@@ -21,11 +21,16 @@ from . import formats, jsoncodec
 from .annotate import add_comment, flow_meta
 from .cache import StoreUnavailable
 from .decoding import message_body, message_prefix
-from .diagnosis import GENERIC_RULES, RULES, Diagnosis, classify
+from .diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
+from .diagnosis.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
+from .diagnosis.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
+from .diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from .events import Diagnosed
 from .failopen import fail_open
-from .formats import CacheView, RepairContext
+from .formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
 from .formats.base import call_lookup_keys, usable_keys
+from .formats.chat_completions import block_to_message
+from .formats.responses import item_index
 from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from .plans import INSERTING, RepairPlan
 from .provenance import Origin, foreign_lookup
@@ -40,16 +45,10 @@ REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
 # A request answered in Copilot's envelope is checked against Copilot's rules, whatever host the proxy reached it on
 # (a local gateway such as copilot-api passes Copilot's errors on).
 COPILOT_HOST = "api.githubcopilot.com"
-_SIGNATURE_RULES = ("gemini_signature_missing", "vertex_signature_missing")
+_SIGNATURE_RULES = (GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING)
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
 _MENDED = "the client's request, mended by the proxy, broke "
-_TOP_LEVEL = {
-    "chat_completions": "messages",
-    "anthropic_messages": "messages",
-    "gemini_native": "contents",
-    "openai_responses": "input",
-}
 
 
 def _parsed(body: bytes | http.Request) -> Any:
@@ -60,70 +59,20 @@ def _parsed(body: bytes | http.Request) -> Any:
         return None
 
 
-def block_to_message(messages: list[Any], position: int) -> int | None:
-    """The chat message behind the N-th (1-based) content block Gemini was sent: system messages
-    go elsewhere and consecutive tool results merge into one block."""
-    block = 0
-    previous = None
-    for index, message in enumerate(messages):
-        role = message.get("role") if isinstance(message, dict) else None
-        if role == "system":
-            continue
-        if not (role == "tool" and previous == "tool"):
-            block += 1
-        previous = role
-        if block == position:
-            return index
-    return None
-
-
-def locate(diagnosis: Diagnosis, wire_format: str, doc: Any) -> int | None:
+def locate(diagnosis: Diagnosis, wire_format: WireFormat, doc: Any) -> int | None:
     """The index into the request's top-level list that the error points at."""
-    items = doc.get(_TOP_LEVEL.get(wire_format, "")) if isinstance(doc, dict) else None
+    items = doc.get(wire_format.items_key) if isinstance(doc, dict) else None
     if not isinstance(items, list):
         return diagnosis.index
-    if wire_format == "chat_completions" and diagnosis.position is not None:
+    if wire_format.name == chat_completions.NAME and diagnosis.position is not None:
         return block_to_message(items, diagnosis.position)  # Gemini's numbering, passed on by Copilot or OpenRouter
-    if wire_format == "openai_responses" and diagnosis.item_ids:
-        for index, item in enumerate(items):
-            if isinstance(item, dict) and {item.get("id"), item.get("call_id")} & set(diagnosis.item_ids):
-                return index
+    if wire_format.name == responses.NAME and diagnosis.item_ids:
+        named = item_index(items, diagnosis.item_ids)
+        if named is not None:
+            return named
     if diagnosis.index is not None and 0 <= diagnosis.index < len(items):
         return diagnosis.index
     return None
-
-
-def calls_at(wire_format: str, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
-    """(id, name, arguments) of the tool calls at a place in a request."""
-    items = doc.get(_TOP_LEVEL.get(wire_format, "")) if isinstance(doc, dict) else None
-    if (
-        index is None
-        or not isinstance(items, list)
-        or not 0 <= index < len(items)
-        or not isinstance(items[index], dict)
-    ):
-        return []
-    item = items[index]
-    if wire_format == "chat_completions":
-        return [
-            (c.get("id"), (c.get("function") or {}).get("name"), (c.get("function") or {}).get("arguments", ""))
-            for c in item.get("tool_calls") or []
-            if isinstance(c, dict)
-        ]
-    if wire_format == "anthropic_messages":
-        content = item.get("content") if isinstance(item.get("content"), list) else []
-        return [
-            (b.get("id"), b.get("name"), b.get("input", {}))
-            for b in content
-            if isinstance(b, dict) and b.get("type") == "tool_use"
-        ]
-    if wire_format == "gemini_native":
-        parts = item.get("parts") if isinstance(item.get("parts"), list) else []
-        calls = [p.get("functionCall") or p.get("function_call") for p in parts if isinstance(p, dict)]
-        return [(c.get("id"), c.get("name"), c.get("args", {})) for c in calls if isinstance(c, dict)]
-    if item.get("type") == "function_call":
-        return [(item.get("call_id"), item.get("name"), item.get("arguments", ""))]
-    return []
 
 
 # A value issued for another model, deployment, account or conversation: the advice, in one place.
@@ -134,13 +83,13 @@ FOREIGN_ADVICE = (
 )
 # Rules whose remedy is not the one of their kind.
 _RULE_ADVICE = {
-    "anthropic_block_binding_beta": (
+    ANTHROPIC_BLOCK_BINDING_BETA: (
         "send thinking.block_binding only with the anthropic-beta value thinking-binding-controls-2026-08-01, or "
         "leave it out"
     ),
-    "reasoning_effort_unsupported": "leave the reasoning effort out for this model: it does not take one",
+    REASONING_EFFORT_UNSUPPORTED: "leave the reasoning effort out for this model: it does not take one",
     # Only when the format's checks found nothing either (else the advice is the one for what they found).
-    "copilot_invalid_request_body": (
+    COPILOT_INVALID_REQUEST_BODY: (
         "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
         "it with the last request that worked (scripts/check on a flow file of both)"
     ),
@@ -180,7 +129,7 @@ def advise(
     `kind` is the kind of problem when it is known better than the diagnosis says (the format's own check found
     what a generic error text does not name)."""
     kind = kind or diagnosis.kind
-    if diagnosis.rule == "unknown":
+    if diagnosis.rule == UNKNOWN:
         return "not a known reasoning-state error; the provider's text is logged as it was"
     if healed and kind in REFUSED_VALUE:
         return (
@@ -192,7 +141,7 @@ def advise(
             f"repair is off (llm_repair=false), and the proxy would have {would_repair}: turn repair on "
             "(--set llm_repair=true)"
         )
-    if diagnosis.rule == "anthropic_block_binding":
+    if diagnosis.rule == ANTHROPIC_BLOCK_BINDING:
         return binding_advice(diagnosis.cause)
     if diagnosis.rule in _RULE_ADVICE and kind == diagnosis.kind:
         return _RULE_ADVICE[diagnosis.rule]
@@ -271,20 +220,20 @@ class ErrorExplainer:
         settings = self.config.settings
         # Error texts are a few KB: the start of the answer is all that is read of it.
         diagnosis = classify(flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
-        wire_format = meta["format"]
+        wire_format = formats.by_name(meta["format"])
         doc = _parsed(flow.request)
         index = locate(diagnosis, wire_format, doc)
         findings: list[Violation] = []
         mended: list[Violation] = []
         finding = None
-        if index is None and not diagnosis.item_ids and diagnosis.rule != "unknown" and doc is not None:
+        if index is None and not diagnosis.item_ids and diagnosis.rule != UNKNOWN and doc is not None:
             # The error names no place: the format's own checks find what it may be about.
             findings, mended = self._findings(flow, meta, diagnosis, doc)
             finding = pick_finding(findings, diagnosis)
             index = _finding_index(finding) if finding is not None else None
         # What the problem is: the rule's kind, or, for a text that names no cause, the kind of what was found.
         kind = RULES[finding.rule][0] if finding is not None and finding.rule in RULES else diagnosis.kind
-        calls = calls_at(wire_format, doc, index)
+        calls = wire_format.calls_at(doc, index)
         plan = self.config.recall_plan(flow.id)
         applied = meta.get("repaired") is True
         here = [a for a in plan.actions if index is None or a.index == index] if plan is not None else []
@@ -296,7 +245,7 @@ class ErrorExplainer:
         if not (diagnosis.rule in GENERIC_RULES and finding is None):
             unapplied = [a for a in unapplied if a.kind in _FIXED_BY.get(kind, ())]
         healed = self._heal(meta, diagnosis, plan, sites) if plan is not None and kind in REFUSED_VALUE else 0
-        cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != "unknown" else None
+        cache_had = self._cache_had(meta, calls, diagnosis) if diagnosis.rule != UNKNOWN else None
         rule = finding.rule if finding is not None else diagnosis.rule
         advice = advise(
             diagnosis,
@@ -304,7 +253,7 @@ class ErrorExplainer:
             repaired_here=repaired_here,
             healed=healed,
             repair_on=settings.repair,
-            placeholder_applies=wire_format == "gemini_native"
+            placeholder_applies=wire_format.name == gemini.NAME
             and rule in _SIGNATURE_RULES
             and settings.signature_placeholder == "off",
             would_repair=summarize_actions(unapplied) if unapplied else "",
@@ -312,7 +261,7 @@ class ErrorExplainer:
         )
         if kind in REFUSED_VALUE:
             advice = self._foreign_here(meta, plan, doc, index) or advice
-        location = f"{_TOP_LEVEL.get(wire_format, 'items')}[{index}]" if index is not None else None
+        location = f"{wire_format.items_key}[{index}]" if index is not None else None
         call_ids = [display_call_id(c[0]) for c in calls if c[0]]
         function = diagnosis.function or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None)
         as_sent = [v.describe() for v in findings[:_MAX_FINDINGS]]
@@ -322,7 +271,7 @@ class ErrorExplainer:
         where = f" at {location}" + (f" (tool call {named})" if call_ids else "") if location else ""
         found = f"; as sent, the request breaks {'; '.join(as_sent)}" if as_sent else ""
         found += f"; {'; '.join(mended_text)}" if mended_text else ""
-        if diagnosis.rule == "unknown":
+        if diagnosis.rule == UNKNOWN:
             line = f"llm {flow.response.status_code} from {url}, not a known reasoning error: {diagnosis.message[:300]}"
         else:
             line = f"llm {flow.response.status_code} from {url}: {diagnosis.summary}{where}{found}; {advice}"
@@ -340,7 +289,7 @@ class ErrorExplainer:
                 flow_id=flow.id,
                 host=meta["host"],
                 url=url,
-                wire_format=wire_format,
+                wire_format=wire_format.name,
                 status=flow.response.status_code,
                 rule=diagnosis.rule,
                 summary=diagnosis.summary,

@@ -114,6 +114,13 @@ def test_split_messages_are_merged_then_restored() -> None:
     assert [a.kind for a in actions] == ["merged", "restored"]
 
 
+def test_a_merge_is_described_by_what_it_did_and_where() -> None:
+    text = {"role": "assistant", "content": "I will look."}
+    doc = conversation(text, {"role": "assistant", "tool_calls": [call("call_1")]})
+    merged, _ = FORMAT.repair(doc, cached_for(doc, [record("call_1")]), CONTEXT)
+    assert merged.describe() == "merged split assistant messages into messages[2]"
+
+
 def test_text_only_then_tool_calls_merges_when_the_calls_are_cached() -> None:
     doc = conversation(
         {"role": "assistant", "content": "I will look."}, {"role": "assistant", "tool_calls": [call("call_1")]}

@@ -1,4 +1,4 @@
-"""Unit tests for addon/diagnosis.py: every error text of PROTOCOLS.md, in the envelope it really arrives in.
+"""Unit tests for addon/diagnosis/: every error text of PROTOCOLS.md, in the envelope it really arrives in.
 
 Texts come from PROTOCOLS.md (sections 1(d)-7(d)), from the public issues it and the module cite (quoted with the
 variants seen in the wild), and from the fake providers in tests/support, driven the way the proxy's clients
@@ -8,14 +8,28 @@ drive them so that the envelope is the fake's own.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.diagnosis import _RULES as _RULE_TABLE
-from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULES, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.diagnosis import (
+    MAX_MESSAGE,
+    RULE_TABLE,
+    RULES,
+    Diagnosis,
+    anthropic,
+    classify,
+    copilot,
+    deepseek,
+    error_messages,
+    gateways,
+    gemini,
+    openai,
+    rules,
+)
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -1479,6 +1493,25 @@ def test_openrouter_wrapper_with_an_unnamed_provider():
     assert diagnosis.message == "upstream timed out"
 
 
+@pytest.mark.parametrize(
+    ("provider_name", "provider"),
+    [
+        ("Google", "vertex"),
+        ("Google Vertex", "vertex"),
+        ("Google AI Studio", "gemini"),
+        ("Anthropic", "anthropic"),
+        ("Amazon Bedrock", "bedrock"),
+        ("Moonshot AI", "moonshot"),
+        ("DeepSeek", "deepseek"),
+        ("OpenAI", "openai"),
+        ("Azure", "azure"),
+    ],
+)
+def test_openrouter_names_the_upstream_of_a_text_no_rule_knows(provider_name: str, provider: str) -> None:
+    diagnosis = classify(400, openrouter_error("upstream said no", provider_name))
+    assert facts(diagnosis) == expect("unknown", provider, "unknown", None, wrapped_by="openrouter")
+
+
 # --------------------------------------------------------------------------------------
 # error_messages
 
@@ -1653,26 +1686,32 @@ def test_credentials_are_redacted(body, secret, rule):
 
 
 def _check_rule_ids_in_source() -> set[str]:
-    """The rule ids in the `Violation(rule=…)` calls of addon/formats, read from the source: a literal (or a choice of
-    literals), or the first element of each tuple a `*_rule` function of the module returns."""
+    """The rule ids the `Violation(rule=…)` calls of addon/formats name, by the diagnosis constants the source uses
+    there: a constant (or a choice of constants), or the first element of each tuple a `*_rule` function of the
+    module returns. A rule id written out as a literal fails: each is defined once, with its diagnosis rules."""
     found: set[str] = set()
     for source in sorted(Path(formats.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"{formats.__name__}.{source.stem}")
         tree = ast.parse(source.read_text())
         pickers = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name.endswith("_rule")]
         for call in ast.walk(tree):
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "Violation"):
                 continue
             (value,) = [keyword.value for keyword in call.keywords if keyword.arg == "rule"]
-            ids = {n.value for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-            if not ids:
+            written = [n for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            assert not written, f"{source.name}:{call.lineno}: a rule id written out"
+            names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id.isupper()}
+            if not names:
                 assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
-                ids = {
-                    node.value.elts[0].value
+                picked = [
+                    node.value.elts[0]
                     for picker in pickers
                     for node in ast.walk(picker)
                     if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
-                }
-            found |= ids
+                ]
+                assert all(isinstance(n, ast.Name) for n in picked), f"{source.name}: a rule id written out"
+                names = {n.id for n in picked}
+            found |= {getattr(module, name) for name in names}
     return found
 
 
@@ -1717,14 +1756,48 @@ def _check_rule_ids_run() -> set[str]:
     )
 
 
+# The rules only a provider's error names: the request alone does not show them broken (a value altered or issued
+# elsewhere, a schema, state the server holds), or no format's check looks for them yet.
+ERROR_ONLY_RULES = {
+    gemini.SIGNATURE_NOT_BASE64,
+    gemini.SIGNATURE_INVALID,
+    gemini.GEMINI_TURN_ORDER,
+    gemini.GEMINI_FUNCTION_RESPONSE_COUNT,
+    openai.RESPONSES_REASONING_MISSING,
+    openai.RESPONSES_DUPLICATE_ITEM,
+    openai.RESPONSES_ITEM_NOT_FOUND,
+    openai.RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND,
+    openai.RESPONSES_ENCRYPTED_CONTENT_INVALID,
+    rules.TOOL_RESULT_MISSING,
+    rules.ENCRYPTED_CONTENT_FOREIGN,
+    anthropic.ANTHROPIC_SIGNATURE_MISSING,
+    anthropic.ANTHROPIC_BLOCK_BINDING,
+    anthropic.ANTHROPIC_BLOCK_BINDING_BETA,
+    anthropic.ANTHROPIC_SIGNATURE_INVALID,
+    anthropic.ANTHROPIC_REDACTED_DATA_INVALID,
+    anthropic.ANTHROPIC_THINKING_MODIFIED,
+    anthropic.CONTENT_EMPTY,
+    deepseek.DEEPSEEK_THINKING_MISSING,
+    deepseek.REDACTED_THINKING_UNSUPPORTED,
+    gateways.REASONING_TEXT_UNSUPPORTED,
+    gateways.THINKING_BLOCKS_NOT_PERMITTED,
+    copilot.COPILOT_SCHEMA,
+    copilot.UNSUPPORTED_API_FOR_MODEL,
+    copilot.REASONING_EFFORT_UNSUPPORTED,
+    copilot.COPILOT_INVALID_REQUEST_BODY,
+}
+
+
 def test_every_rule_a_format_check_names_has_a_diagnosis_rule():
     in_source = _check_rule_ids_in_source()
     assert in_source == _check_rule_ids_run()  # the crafted requests reach every rule the source names
     assert sorted(in_source - RULES.keys()) == []
+    # Every other rule is one only errors name, each by choice.
+    assert RULES.keys() - in_source == ERROR_ONLY_RULES
 
 
 def test_a_rule_id_keeps_one_kind_whichever_text_it_matches():
     kinds: dict[str, set[str]] = {}
-    for rule in _RULE_TABLE:
+    for rule in RULE_TABLE:
         kinds.setdefault(rule.rule, set()).add(rule.kind)
     assert {rule: kind for rule, kind in kinds.items() if len(kind) > 1} == {}

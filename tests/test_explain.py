@@ -8,15 +8,9 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.explain import (
-    FOREIGN_ADVICE,
-    advise,
-    block_to_message,
-    calls_at,
-    locate,
-    pick_finding,
-)
+from llm_reasoning_proxy.explain import FOREIGN_ADVICE, advise, locate, pick_finding
 from llm_reasoning_proxy.formats import RepairContext, by_name
+from llm_reasoning_proxy.formats.chat_completions import block_to_message
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
@@ -44,14 +38,14 @@ def test_gemini_content_blocks_map_back_to_chat_messages(position: int, index: i
 def test_a_vertex_error_through_copilot_points_at_the_chat_message_and_its_call() -> None:
     body = {"error": {"message": VERTEX_MISSING_SIGNATURE.format(name="cat", block=4), "code": "invalid_request_body"}}
     diagnosis = classify(400, json.dumps(body))
-    index = locate(diagnosis, "chat_completions", {"messages": CHAT})
+    index = locate(diagnosis, by_name("chat_completions"), {"messages": CHAT})
     assert index == 5
-    assert calls_at("chat_completions", {"messages": CHAT}, index) == [("c3", "cat", "{}")]
+    assert by_name("chat_completions").calls_at({"messages": CHAT}, index) == [("c3", "cat", "{}")]
 
 
 def test_other_formats_locate_by_index_or_item_id() -> None:
     deepseek = classify(400, json.dumps({"error": {"message": DEEPSEEK_MISSING_REASONING.format(index=2)}}))
-    assert locate(deepseek, "chat_completions", {"messages": CHAT}) == 2
+    assert locate(deepseek, by_name("chat_completions"), {"messages": CHAT}) == 2
     responses = classify(
         400,
         json.dumps(
@@ -69,16 +63,33 @@ def test_other_formats_locate_by_index_or_item_id() -> None:
             {"type": "function_call", "id": "fc_9", "call_id": "call_9", "name": "ls", "arguments": "{}"},
         ]
     }
-    assert locate(responses, "openai_responses", doc) == 1
-    assert calls_at("openai_responses", doc, 1) == [("call_9", "ls", "{}")]
+    assert locate(responses, by_name("openai_responses"), doc) == 1
+    assert by_name("openai_responses").calls_at(doc, 1) == [("call_9", "ls", "{}")]
     gemini = {
         "contents": [
             {"role": "user", "parts": [{"text": "x"}]},
             {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {"a": 1}}}]},
         ]
     }
-    assert calls_at("gemini_native", gemini, 1) == [(None, "ls", {"a": 1})]
-    assert calls_at("gemini_native", gemini, 7) == [] and calls_at("chat_completions", None, 0) == []
+    assert by_name("gemini_native").calls_at(gemini, 1) == [(None, "ls", {"a": 1})]
+    assert by_name("gemini_native").calls_at(gemini, 7) == [] and by_name("chat_completions").calls_at(None, 0) == []
+    anthropic = {
+        "messages": [
+            {"role": "user", "content": "x"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "tool_use", "id": "toolu_01A", "name": "ls", "input": {"a": 1}},
+                    {"type": "tool_use", "id": "toolu_01B", "name": "cat", "input": {}},
+                ],
+            },
+        ]
+    }
+    assert by_name("anthropic_messages").calls_at(anthropic, 1) == [
+        ("toolu_01A", "ls", {"a": 1}),
+        ("toolu_01B", "cat", {}),
+    ]
 
 
 def test_advice_depends_on_what_the_proxy_knew_and_did() -> None:
@@ -137,6 +148,38 @@ def test_a_refused_value_the_proxy_inserted_is_dropped_and_explained(tmp_path: P
     assert "refused a value the proxy put back; 1 cache entry dropped" in flow.comment
     (event,) = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "diagnosed"]
     assert event["rule"] == "signature_invalid" and event["healed"] == 1 and event["repaired"] is True
+
+
+def test_a_refused_reasoning_item_named_by_its_id_drops_the_entry_it_came_from(tmp_path: Path) -> None:
+    # The inserted reasoning item is not what the repair's action points at (that is the function call after it),
+    # and the rs_ id is no cache key: only the item's own id ties the error to the cache entry.
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAAABo"}
+    record = ReasoningRecord(
+        wire_format="openai_responses",
+        fields=reasoning,
+        tool_calls=[ToolCallRef(id="call_1", name="ls", arguments="{}", aliases=["fc_1"])],
+        response_id="resp_1",
+        request_model="gpt-5",
+    )
+    body = {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": "u"},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "ls", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": "a"},
+        ],
+    }
+    error = {
+        "error": {
+            "message": "The encrypted content for item rs_1 could not be verified.",
+            "type": "invalid_request_error",
+            "code": "invalid_encrypted_content",
+        }
+    }
+    event, flow = explained(tmp_path, body, error, path="/v1/responses", cached=[record])
+    assert json.loads(flow.request.content)["input"][1] == reasoning  # the proxy put it back
+    assert event["rule"] == "responses_encrypted_content_invalid" and event["location"] == "input[1]"
+    assert event["healed"] == 1
 
 
 def test_a_400_to_a_request_the_proxy_did_not_touch_heals_nothing(tmp_path: Path) -> None:
@@ -219,6 +262,36 @@ def test_the_placeholder_is_advised_only_where_it_applies(tmp_path: Path) -> Non
         event, _ = explained(tmp_path, {"contents": contents}, error, path=path, llm_signature_placeholder=placeholder)
         assert event["rule"] == "vertex_signature_missing" and event["cache_had"] is False
         assert ("llm_signature_placeholder=auto" in event["advice"]) is advised, event["advice"]
+
+    # The same error through Copilot: the placeholder is a repair of Gemini's native API only.
+    error = {"error": {"message": VERTEX_MISSING_SIGNATURE.format(name="ls", block=2), "code": "invalid_request_body"}}
+    event, _ = explained(tmp_path, COPILOT_HISTORY, error, llm_signature_placeholder="off")
+    assert event["rule"] == "vertex_signature_missing" and event["cache_had"] is False
+    assert "never saw the answer" in event["advice"] and "placeholder" not in event["advice"], event["advice"]
+
+
+def test_a_gemini_call_sent_with_null_arguments_is_found_in_the_cache_as_the_repair_finds_it(tmp_path: Path) -> None:
+    # Gemini answers a call without arguments with no "args"; a client may send it back with "args": null. The
+    # explainer must ask the cache under the fingerprint the capture stored and the repair looks up (arguments {}),
+    # or it says the proxy never saw the answer.
+    path = "/v1/projects/p/locations/global/publishers/google/models/gemini-3-pro-preview:generateContent"
+    reader = by_name("gemini_native").reader()
+    reader.feed_document(
+        {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"functionCall": {"name": "ls"}, "thoughtSignature": "c2ln"}]}}
+            ]
+        }
+    )
+    (record,) = [r.model_copy(update={"request_model": "gemini-3-pro-preview"}) for r in reader.records(complete=True)]
+    contents = [
+        {"role": "user", "parts": [{"text": "u"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": None}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {}}}]},
+    ]
+    error = {"error": {"code": 400, "message": VERTEX_MISSING_SIGNATURE.format(name="ls", block=2)}}
+    event, _ = explained(tmp_path, {"contents": contents}, error, path=path, cached=[record], llm_repair="false")
+    assert event["location"] == "contents[1]" and event["cache_had"] is True, event
 
 
 def test_a_finding_is_picked_by_rule_then_kind_and_field_then_missing_first() -> None:

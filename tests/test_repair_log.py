@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from llm_reasoning_proxy.limits import MAX_REMEMBERED_REPAIRS
-from llm_reasoning_proxy.records import RepairAction
+from llm_reasoning_proxy.records import RepairAction, summarize_actions
 from llm_reasoning_proxy.repair_log import RepairMemory
 
 SCOPE = "api.githubcopilot.com:443 cred:0123456789abcdef"
@@ -109,3 +109,12 @@ def test_the_memory_is_bounded_and_forgets_the_least_recently_seen() -> None:
     assert len(memory) == 4
     assert memory.sort(SCOPE, True, old).again == 2
     assert memory.sort(SCOPE, True, active).again == 0  # forgotten: listed in full once more
+
+
+def test_many_repairs_are_summarised_by_kind_and_fields_with_their_first_and_last_place() -> None:
+    few = zed_turn(3)
+    assert summarize_actions(few) == "; ".join(action.describe() for action in few)
+    assert summarize_actions(zed_turn(5)) == (
+        "content [] -> null on 4 places (messages[1] … messages[7]); restored reasoning_opaque, reasoning_text on 4 "
+        "places (messages[1] … messages[7])"
+    )

@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsoncodec
+from ..diagnosis.anthropic import ANTHROPIC_THINKING_EXPECTED
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents
+from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents, item_at
 
 NAME = "anthropic_messages"
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -422,6 +423,7 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
 class AnthropicMessages(Routed):
     body_marker = b'"messages"'
     name = NAME
+    items_key = "messages"
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"signature", "data"})
@@ -504,9 +506,13 @@ class AnthropicMessages(Routed):
         found = content[0].get("type") if isinstance(content[0], dict) else type(content[0]).__name__
         return [
             Violation(
-                rule="anthropic_thinking_expected",
+                rule=ANTHROPIC_THINKING_EXPECTED,
                 location=f"messages[{last}].content[0]",
                 message=f"the final assistant message must start with a thinking block, found `{found}`",
                 tool_call_id=_use_parts(_tool_uses(content)[0])[0],
             )
         ]
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        content = _content(item_at(doc, self.items_key, index))
+        return [_use_parts(block) for block in _tool_uses(content)] if content is not None else []

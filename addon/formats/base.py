@@ -43,6 +43,15 @@ def usable_keys(keys: list[str], *, by_content: bool) -> list[str]:
     return keys if by_content else [key for key in keys if not is_content_key(key)]
 
 
+def item_at(doc: Any, key: str, index: int | None) -> dict[str, Any] | None:
+    """The object at `index` of a body's top-level list `key`; None when there is no such list, place or object."""
+    items = doc.get(key) if isinstance(doc, dict) else None
+    if index is None or not isinstance(items, list) or not 0 <= index < len(items):
+        return None
+    item = items[index]
+    return item if isinstance(item, dict) else None
+
+
 class CallHit(NamedTuple):  # a tuple: a long history makes hundreds per request
     record: ReasoningRecord
     call: ToolCallRef  # the captured call the request's call matched
@@ -195,6 +204,14 @@ class WireFormat(Protocol):
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         """The provider rules a parsed request breaks, as far as the request alone shows."""
+        ...
+
+    # The key of the body's top-level list: what the places of errors, findings and repairs index ("messages[3]").
+    items_key: str
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        """(id, name, arguments) of the tool calls in the top-level item at `index`, read as the repair reads them,
+        so that the cache is asked under the same keys; none for another place or shape."""
         ...
 
     # Keys whose values the provider signed or encrypted (checked when they come back): what provenance keeps.

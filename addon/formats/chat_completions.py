@@ -17,6 +17,11 @@ from typing import Any
 import orjson
 
 from .. import jsoncodec
+from ..diagnosis.deepseek import REASONING_CONTENT_MISSING
+from ..diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
+from ..diagnosis.openai import CONTENT_EMPTY_ARRAY
+from ..diagnosis.openrouter import OPENROUTER_REASONING_DETAILS
+from ..diagnosis.rules import TOOL_RESULT_ORPHANED
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
@@ -30,6 +35,7 @@ from .base import (
     call_lookup_keys,
     deployment_model,
     event_documents,
+    item_at,
 )
 from .chat_fields import (
     CALL_FIELDS,
@@ -417,6 +423,7 @@ def remove_foreign_values(
 class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
+    items_key = "messages"
     text_fields = frozenset({"reasoning_text", "reasoning_content"})
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
@@ -497,6 +504,28 @@ class ChatCompletions(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return check_messages(messages, context) if isinstance(messages, list) else []
 
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        message = item_at(doc, self.items_key, index)
+        return [_call_parts(call) for call in _tool_calls(message)] if _is_assistant(message) else []
+
+
+def block_to_message(messages: list[Any], position: int) -> int | None:
+    """The chat message behind the N-th (1-based) content block Gemini was sent, as Copilot and OpenRouter turn a
+    chat request into Gemini's contents: system messages go elsewhere and consecutive tool results merge into one
+    block."""
+    block = 0
+    previous = None
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role == "system":
+            continue
+        if not (role == "tool" and previous == "tool"):
+            block += 1
+        previous = role
+        if block == position:
+            return index
+    return None
+
 
 def _requires_reasoning_content(model: str) -> bool:
     """Models whose API refuses an assistant tool-call message without `reasoning_content`."""
@@ -517,11 +546,11 @@ def _signature_rule(context: RepairContext) -> tuple[str, str] | None:
     if "gemini-3" not in model:
         return None
     if "/openai/" in context.path and deployment_model(context.path) is None:  # not Azure OpenAI's /openai/deployments/
-        return "gemini_signature_missing", "extra_content"
+        return GEMINI_SIGNATURE_MISSING, "extra_content"
     if model.startswith("google/") or "openrouter" in context.host:
-        return "openrouter_reasoning_details", DETAILS_FIELD
+        return OPENROUTER_REASONING_DETAILS, DETAILS_FIELD
     if "githubcopilot" in context.host:
-        return "vertex_signature_missing", "reasoning_opaque"
+        return VERTEX_SIGNATURE_MISSING, "reasoning_opaque"
     return None  # LiteLLM and others send a placeholder themselves
 
 
@@ -535,7 +564,7 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
             if message.get("tool_call_id") not in called:
                 violations.append(
                     Violation(
-                        rule="tool_result_orphaned",
+                        rule=TOOL_RESULT_ORPHANED,
                         location=location,
                         message="tool result answers no tool call of an earlier assistant message",
                         tool_call_id=message.get("tool_call_id"),
@@ -547,10 +576,10 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
         called.update(str(call.get("id")) for call in _tool_calls(message))
         if message.get("content") == []:
             text = "content is an empty array (Copilot: invalid request body; the API wants null or text)"
-            violations.append(Violation(rule="content_empty_array", location=location, message=text))
+            violations.append(Violation(rule=CONTENT_EMPTY_ARRAY, location=location, message=text))
         if _requires_reasoning_content(model) and message.get("reasoning_content") is None:
             text = "assistant tool-call message without reasoning_content (required in thinking mode)"
-            violations.append(Violation(rule="reasoning_content_missing", location=location, message=text))
+            violations.append(Violation(rule=REASONING_CONTENT_MISSING, location=location, message=text))
     rule = _signature_rule(context)
     for index in _current_turn(messages) if rule else []:
         message = messages[index]

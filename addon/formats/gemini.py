@@ -33,11 +33,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .. import jsoncodec
+from ..diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import CONTENT_KEY_PREFIXES, ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents
+from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents, item_at
 
 NAME = "gemini_native"
 SIGNATURE = "thoughtSignature"
@@ -329,6 +330,7 @@ def remove_foreign_signatures(contents: list[Any], foreign: ForeignLookup) -> li
 class GeminiNative(Routed):
     body_marker = b'"contents"'
     name = NAME
+    items_key = "contents"
     text_fields = frozenset({SIGNED_TEXT_PART})
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset(SIGNATURE_KEYS)
@@ -408,13 +410,17 @@ class GeminiNative(Routed):
         vertex = "/projects/" in context.path.split("?", 1)[0]
         return [
             Violation(
-                rule="vertex_signature_missing" if vertex else "gemini_signature_missing",
+                rule=VERTEX_SIGNATURE_MISSING if vertex else GEMINI_SIGNATURE_MISSING,
                 location=f"contents[{index}].parts[{position}]",
                 message=f"current-turn function call `{call_parts(call)[1]}` without its thought signature",
                 tool_call_id=call_parts(call)[0],
             )
             for index, position, part, call in unsigned_current_calls(contents)
         ]
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        content = item_at(doc, self.items_key, index)
+        return [call_parts(call) for _, _, call in _call_positions(content["parts"])] if _is_model(content) else []
 
 
 def unsigned_current_calls(contents: list[Any]) -> list[tuple[int, int, dict[str, Any], dict[str, Any]]]:

@@ -24,11 +24,12 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .. import jsoncodec
+from ..diagnosis.openai import RESPONSES_REASONING_ORPHANED
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model
+from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model, item_at
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
@@ -417,6 +418,7 @@ def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[Repai
 class Responses(Routed):
     body_marker = b'"input"'
     name = NAME
+    items_key = "input"
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"encrypted_content"})
@@ -479,9 +481,22 @@ class Responses(Routed):
             return []
         return [
             Violation(
-                rule="responses_reasoning_orphaned",
+                rule=RESPONSES_REASONING_ORPHANED,
                 location=f"input[{index}]",
                 message=f"reasoning item {_reasoning_id(items[index])} is not followed by an item it produced",
             )
             for index in orphans(items)
         ]
+
+    def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
+        item = item_at(doc, self.items_key, index)
+        return [_call_parts(item)] if item is not None and item.get("type") == "function_call" else []
+
+
+def item_index(items: list[Any], ids: list[str]) -> int | None:
+    """The index of the first input item whose id or call_id is one of `ids`."""
+    wanted = set(ids)
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and {item.get("id"), item.get("call_id")} & wanted:
+            return index
+    return None

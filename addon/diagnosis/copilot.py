@@ -1,0 +1,82 @@
+"""GitHub Copilot's errors (api.githubcopilot.com, and local gateways such as copilot-api that pass them on).
+
+Copilot documents none of them; each rule names the captured error it comes from. Copilot also passes the texts of
+the provider behind it on (Vertex AI's for Gemini, Anthropic's on /v1/messages): those are matched by that
+provider's rules, with the field named as Copilot's clients send it back (`GATEWAY_FIELDS`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .rules import Rule, rx
+
+COPILOT_SCHEMA = "copilot_schema"
+UNSUPPORTED_API_FOR_MODEL = "unsupported_api_for_model"
+REASONING_EFFORT_UNSUPPORTED = "reasoning_effort_unsupported"
+COPILOT_INVALID_REQUEST_BODY = "copilot_invalid_request_body"
+
+# What a Copilot client sends back for a field an upstream text names.
+GATEWAY_FIELDS = {"thought_signature": "reasoning_opaque"}
+
+_SCHEMA_LOCATION = rx(r"Location:\s*(?P<loc>\S+)")
+_SCHEMA_PROPERTY = re.compile(r"/properties/([^/\s.,]+)")
+
+
+def _schema_field(match: re.Match[str], found: dict[str, Any]) -> None:
+    """The field a schema failure is about: the last property of its first JSON-schema location."""
+    location = _SCHEMA_LOCATION.search(match.string, match.end())
+    names = _SCHEMA_PROPERTY.findall(location.group("loc")) if location else []
+    found["field"] = names[-1] if names else None
+
+
+RULES: tuple[Rule, ...] = (
+    # https://github.com/microsoft/vscode-copilot-release/issues/7783,
+    # https://github.com/caozhiyuan/copilot-api/issues/176
+    Rule(
+        COPILOT_SCHEMA,
+        "copilot",
+        "schema",
+        None,
+        "failed to validate schema",
+        rx(r"invalid\s+request\s+body,\s*failed\s+to\s+validate\s+schema"),
+        "the request body does not fit Copilot's schema",
+        refine=_schema_field,
+    ),
+    # Code unsupported_api_for_model. https://github.com/decolua/9router/issues/1062 quotes a later wording, "model …
+    # does not support Responses API.", that this rule does not match.
+    Rule(
+        UNSUPPORTED_API_FOR_MODEL,
+        "copilot",
+        "unsupported",
+        "model",
+        "responses api",
+        rx(r"model\s+\S+\s+is\s+not\s+supported\s+via\s+Responses\s+API"),
+        "the model is not served on this API (Copilot serves Gemini on /chat/completions, not /responses)",
+    ),
+    # `{"code":"invalid_reasoning_effort","message":…}` (https://github.com/BerriAI/litellm/issues/28053,
+    # https://github.com/pydantic/pydantic-ai/issues/8232)
+    Rule(
+        REASONING_EFFORT_UNSUPPORTED,
+        "copilot",
+        "unsupported",
+        "reasoning_effort",
+        "does not support reasoning effort",
+        rx(r"model\s+\S+\s+does\s+not\s+support\s+reasoning\s+effort"),
+        "the model does not take a reasoning effort",
+    ),
+    # https://github.com/zed-industries/zed/issues/43024 (a missing reasoning_opaque),
+    # https://github.com/ericc-ch/copilot-api/issues/151
+    Rule(
+        COPILOT_INVALID_REQUEST_BODY,
+        "copilot",
+        "invalid",
+        None,
+        "invalid request body",
+        rx(r"^\s*invalid\s+request\s+body\s*\.?\s*$"),
+        "Copilot refused the body without saying why (seen for a missing or altered reasoning_opaque, and for "
+        '"content": [] on an assistant message)',
+        generic=True,
+    ),
+)

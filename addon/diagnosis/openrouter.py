@@ -1,0 +1,59 @@
+"""OpenRouter's errors: its own words in front of the upstream provider's error, which comes in `metadata.raw`
+with the provider's name in `metadata.provider_name`.
+
+Documentation: https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks (its preamble links
+there). Upstream texts are matched by their provider's rules, with the field named as OpenRouter's clients send it
+back (`GATEWAY_FIELDS`).
+"""
+
+from __future__ import annotations
+
+from .rules import ENCRYPTED_CONTENT_FOREIGN, Rule, rx
+
+OPENROUTER_REASONING_DETAILS = "openrouter_reasoning_details"
+
+# What an OpenRouter client sends back for a field an upstream text names.
+GATEWAY_FIELDS = {
+    "thought_signature": "reasoning_details",
+    "thinking block": "reasoning_details",
+    "signature": "reasoning_details",
+}
+# `metadata.provider_name` (lower-cased), for an upstream text no rule knows.
+PROVIDER_NAMES = {
+    "google": "vertex",
+    "google vertex": "vertex",
+    "google ai studio": "gemini",
+    "anthropic": "anthropic",
+    "amazon bedrock": "bedrock",
+    "moonshot ai": "moonshot",
+    "deepseek": "deepseek",
+    "openai": "openai",
+    "azure": "azure",
+}
+
+RULES: tuple[Rule, ...] = (
+    # https://github.com/hackerai-tech/hackerai/pull/1171 (the text is cut there, after "different model")
+    Rule(
+        ENCRYPTED_CONTENT_FOREIGN,
+        "openrouter",
+        "foreign",
+        "reasoning_details",
+        "produced under a different model",
+        rx(
+            r"encrypted\s+reasoning\s+or\s+compaction\s+content\s+that\s+was\s+produced\s+under\s+a\s+",
+            r"different\s+model",
+        ),
+        "encrypted reasoning sent back was produced under another model",
+    ),
+    # The preamble in front of an upstream error (https://github.com/microsoft/vscode/issues/279676)
+    Rule(
+        OPENROUTER_REASONING_DETAILS,
+        "openrouter",
+        "missing",
+        "reasoning_details",
+        "openrouter reasoning details",
+        rx(r"models\s+require\s+OpenRouter\s+reasoning\s+details\s+to\s+be\s+preserved"),
+        "OpenRouter needs each assistant message's reasoning_details sent back unmodified",
+        generic=True,
+    ),
+)
