@@ -31,9 +31,9 @@ _DOMAIN = b"llm-reasoning-proxy/issued-value/v1\0"
 # bound one answer would evict the origins of every other account. A real answer holds a few; values past the
 # bound are not known, so never removed.
 MAX_ISSUED_PER_ANSWER = 256
-# Values no provider issues and any client may send: Google's documented dummy thought signatures (PROTOCOLS.md
-# section 4(c)), literal and base64. One that came back in some answer says nothing of where another caller's
-# came from.
+# Values no provider issues and any client may send: Google's documented dummy thought signatures
+# (https://ai.google.dev/gemini-api/docs/thought-signatures#faqs), literal and base64. One that came back in some
+# answer says nothing of where another caller's came from.
 _DUMMY_SIGNATURES = ("skip_thought_signature_validator", "context_engineering_is_the_way_to_go")
 NEVER_ISSUED = frozenset(
     {*_DUMMY_SIGNATURES, *(base64.b64encode(dummy.encode()).decode() for dummy in _DUMMY_SIGNATURES)}

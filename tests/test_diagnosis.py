@@ -1,8 +1,8 @@
-"""Unit tests for addon/diagnosis/: every error text of PROTOCOLS.md, in the envelope it really arrives in.
+"""Unit tests for addon/diagnosis/: every known error text, in the envelope it really arrives in.
 
-Texts come from PROTOCOLS.md (sections 1(d)-7(d)), from the public issues it and the module cite (quoted with the
-variants seen in the wild), and from the fake providers in tests/support, driven the way the proxy's clients
-drive them so that the envelope is the fake's own.
+Texts come from the public issues named beside each group of cases and in the module (quoted with the variants seen
+in the wild), and from the fake providers in tests/support, driven the way the proxy's clients drive them so that
+the envelope is the fake's own.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from tests.support.fake_gemini import GeminiDialect
 from tests.support.fake_provider import Options, Recorded, Reply
 from tests.support.planted import planted
 
-# Ids shaped like the real ones (PROTOCOLS.md 3(a): the items of one response share its hex prefix).
+# Ids shaped like the real ones (the items of one response share its hex prefix in the fixture
+# openai-responses/pydanticai_gpt5_reasoning_function_call_roundtrip_0_response_200.json).
 RS_ID = "rs_0c71d6d8526a7a4b006920e03fd67c81a2b9c3d4e5f60718"
 FC_ID = "fc_0c71d6d8526a7a4b006920e0447ea881a2b9c3d4e5f60718"
 MSG_ID = "msg_0c71d6d8526a7a4b006920e0460c1b81a2b9c3d4e5f60718"
@@ -147,10 +148,12 @@ def facts(diagnosis: Diagnosis) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------
-# every text of PROTOCOLS.md, in its provider's envelope
+# every known error text, in its provider's envelope (sources named beside each group)
 
 PROTOCOL_CASES = [
-    # 1(d) GitHub Copilot
+    # GitHub Copilot, in case order: https://github.com/github/copilot-cli/issues/785,
+    # https://github.com/caozhiyuan/copilot-api/issues/176 (its first reason), then two texts from Zed's notes
+    # (zed-industries/zed@e6eed972d47e, crates/language_models/THOUGHT_SIGNATURES.md)
     pytest.param(
         400,
         copilot_error("invalid request body"),
@@ -192,7 +195,7 @@ PROTOCOL_CASES = [
         expect("unsupported_api_for_model", "copilot", "unsupported", "model"),
         id="copilot-unsupported-api",
     ),
-    # 2(d) OpenRouter: the Moonshot error of iOfficeAI/AionUi #2746, as quoted there
+    # OpenRouter: the Moonshot error of https://github.com/iOfficeAI/AionUi/issues/2746, as quoted there
     pytest.param(
         400,
         '{"error":{"message":"Error from provider: Provider returned error","code":400,"metadata":{"raw":"{\\"error'
@@ -205,7 +208,7 @@ PROTOCOL_CASES = [
         ),
         id="openrouter-moonshot",
     ),
-    # 2(d) OpenRouter in front of Vertex: microsoft/vscode #279676, as quoted there
+    # OpenRouter in front of Vertex: https://github.com/microsoft/vscode/issues/279676, as quoted there
     pytest.param(
         400,
         '{"error":{"message":"Provider returned error","code":400,"metadata":{"raw":"Gemini models require '
@@ -230,7 +233,9 @@ PROTOCOL_CASES = [
         ),
         id="openrouter-vertex",
     ),
-    # 3(d) OpenAI Responses
+    # OpenAI Responses, in case order: https://github.com/cline/cline/issues/12242,
+    # https://github.com/openai/openai-node/issues/1567, https://github.com/continuedev/continue/issues/12620,
+    # https://github.com/vercel/ai/issues/7883, https://github.com/anomalyco/opencode/issues/7724
     pytest.param(
         400,
         openai_error(
@@ -270,7 +275,9 @@ PROTOCOL_CASES = [
         expect("responses_item_not_found", "openai", "not_found", "reasoning item", item_ids=(RS_ID,)),
         id="responses-not-persisted",
     ),
-    # 4(d) Gemini API and Vertex AI
+    # Gemini API and Vertex AI, in case order: https://github.com/manthanabc/paws/issues/103,
+    # https://github.com/google-gemini/gemini-cli/issues/14437,
+    # https://github.com/langchain-ai/langchain-google/pull/1581, https://github.com/BerriAI/litellm/pull/38333
     pytest.param(
         400,
         google_error(GEMINI_TEXT),
@@ -309,7 +316,7 @@ PROTOCOL_CASES = [
         expect("signature_invalid", "gemini", "invalid", "thought_signature"),
         id="signature-invalid-litellm-wording",
     ),
-    # google-gemini/gemini-cli #8003: the real shape of PROTOCOLS' `Base64 decoding failed for "…"`
+    # https://github.com/google-gemini/gemini-cli/issues/8003: the whole `Base64 decoding failed for "…"` text
     pytest.param(
         400,
         google_error(
@@ -321,7 +328,7 @@ PROTOCOL_CASES = [
         expect("signature_not_base64", "gemini", "invalid", "thought_signature", index=3, block=0),
         id="signature-base64",
     ),
-    # 5(d) Gemini's OpenAI-compatible endpoint: the JSON-array wrapper (manthanabc/paws #103)
+    # Gemini's OpenAI-compatible endpoint: the JSON-array wrapper (https://github.com/manthanabc/paws/issues/103)
     pytest.param(
         400,
         json.dumps([{"error": {"code": 400, "message": GEMINI_TEXT, "status": "INVALID_ARGUMENT"}}], indent=2),
@@ -331,7 +338,8 @@ PROTOCOL_CASES = [
         ),
         id="gemini-openai-compat-array",
     ),
-    # 6(d) Anthropic
+    # Anthropic, in case order: https://github.com/mastra-ai/mastra/issues/9277,
+    # https://github.com/anthropics/claude-code/issues/10627, https://github.com/anthropics/claude-code/issues/25361
     pytest.param(
         400,
         anthropic_error(ANTHROPIC_EXPECTED),
@@ -353,7 +361,8 @@ PROTOCOL_CASES = [
         expect("anthropic_thinking_modified", "anthropic", "invalid", "thinking block", index=3, block=9),
         id="anthropic-modified",
     ),
-    # 7(d) reasoning_content
+    # reasoning_content, in case order: https://github.com/hotovo/aider-desk/issues/529,
+    # https://github.com/endolith/open-interpreter/issues/215, https://github.com/iOfficeAI/AionUi/issues/2746 (raw)
     pytest.param(
         400,
         openai_error(DEEPSEEK_TEXT, param=None, code="invalid_request_error"),

@@ -40,7 +40,7 @@ from typing import Any
 from .fake_provider import Options, Recorded, Reply, sse_event
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
-# PROTOCOLS.md 6(d), the current docs.claude.com wording.
+# The current docs.claude.com wording, as https://github.com/mastra-ai/mastra/issues/9277 quotes it.
 MISSING_THINKING = (
     "messages.{index}.content.0.type: Expected `thinking` or `redacted_thinking`, but found `{found}`. When "
     "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost "
@@ -48,7 +48,8 @@ MISSING_THINKING = (
     "avoid this requirement, disable `thinking`. Please consult our documentation at "
     "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 )
-# PROTOCOLS.md 6(d).
+# API errors quoted verbatim in https://github.com/anthropics/claude-code/issues/10627 and, for MODIFIED,
+# https://github.com/anthropics/claude-code/issues/25361.
 INVALID_SIGNATURE = "messages.{index}.content.{block}: Invalid `signature` in `thinking` block"
 MODIFIED = (
     "messages.{index}.content.{block}: `thinking` or `redacted_thinking` blocks in the latest assistant message "

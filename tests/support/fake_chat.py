@@ -237,7 +237,8 @@ class ChatDialect:
             name = calls[0].get("function", {}).get("name", "")
             text = GEMINI_MISSING_SIGNATURE.format(name=name, block=content_block(messages, index))
             if sent:
-                text = "Thought signature is not valid."  # PROTOCOLS.md marks this wording UNCONFIRMED
+                # Unconfirmed wording, seen only in https://github.com/langchain-ai/langchain-google/pull/1581
+                text = "Thought signature is not valid."
             return 400, [{"error": {"code": 400, "message": text, "status": "INVALID_ARGUMENT"}}]
         return None
 

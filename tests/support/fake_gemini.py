@@ -1,7 +1,8 @@
 """Fake Gemini native dialect: `…/models/{model}:generateContent` and `:streamGenerateContent` on the Gemini API
 (`/v1beta/models/…`) and Vertex AI (`/v1/projects/{p}/locations/{l}/publishers/google/models/…`).
 
-Rules, as PROTOCOLS.md section 4 describes the real services (enforced for models named "gemini-3…"):
+Rules, as https://ai.google.dev/gemini-api/docs/thought-signatures (and Vertex AI's page of that name) describes the
+real services (enforced for models named "gemini-3…"):
 
 * In the current turn (after the most recent user content with a part that is not a `functionResponse`), the
   first `functionCall` part of every model content must carry a `thoughtSignature` (or `thought_signature`);
@@ -10,7 +11,7 @@ Rules, as PROTOCOLS.md section 4 describes the real services (enforced for model
   bytes issued with that call (same name and arguments), or be the placeholder the service takes: on the Gemini
   API base64 of "skip_thought_signature_validator" or "context_engineering_is_the_way_to_go", on Vertex AI the
   literal "skip_thought_signature_validator". Anything else: "Thought signature is not valid." (that wording is
-  UNCONFIRMED in PROTOCOLS.md: a single secondary source, langchain-google #1570).
+  unconfirmed: seen only in client reports, langchain-ai/langchain-google #1570 and PR #1581).
 * A signature the fake issued for another model, on any model content of any turn: "Corrupted thought
   signature." on the Gemini API (google-gemini/gemini-cli #13467), "Unable to submit request because Thought
   signature is not valid.. Learn more: …" on Vertex AI (NoeFabris/opencode-antigravity-auth #368).
@@ -46,7 +47,7 @@ VERTEX_MISSING_SIGNATURE = (
     "missing a `thought_signature`. Learn more: "
     "https://docs.cloud.google.com/vertex-ai/generative-ai/docs/thought-signatures"
 )
-# UNCONFIRMED wording (PROTOCOLS.md 4(d)): quoted once, by langchain-google #1570.
+# Unconfirmed wording, seen only in client reports: https://github.com/langchain-ai/langchain-google/pull/1581
 INVALID_SIGNATURE = "Thought signature is not valid."
 FOREIGN_SIGNATURE = "Corrupted thought signature."
 VERTEX_FOREIGN_SIGNATURE = (

@@ -9,8 +9,9 @@ full value, and `response.completed` a re-encrypted copy of the same length
 with different bytes. Responses are remembered by id for
 `previous_response_id` (unless sent with `store: false`).
 
-Rules enforced, with the texts of PROTOCOLS.md section 3(d) (HTTP 400, envelope
-`{"error":{"message":…,"type":"invalid_request_error","param":"input","code":null}}`):
+Rules enforced, with the real texts from the issues named (HTTP 400, envelope
+`{"error":{"message":…,"type":"invalid_request_error","param":"input","code":null}}`
+as in https://github.com/cline/cline/issues/12242):
 
 * a function call (matched by `call_id`; some clients omit the `fc_` id) or an
   assistant message (matched by its `msg_` id) whose reasoning item is not
@@ -20,12 +21,15 @@ Rules enforced, with the texts of PROTOCOLS.md section 3(d) (HTTP 400, envelope
   between (clients that interleave calls and outputs); how strict the real
   service is about interleaving is not known;
 * a reasoning item followed by nothing or by an input-side item: "Item 'rs_…'
-  of type 'reasoning' was provided without its required following item.";
+  of type 'reasoning' was provided without its required following item."
+  (https://github.com/openai/openai-node/issues/1567);
 * with `previous_response_id`, an item already in the stored chain:
   "Duplicate item found with id rs_…. Remove duplicate items from your input
-  and try again.";
+  and try again." (https://github.com/vercel/ai/issues/7883);
 * a reasoning item without `encrypted_content` from a response sent with
-  `store: false`: the 404 of section 3(d);
+  `store: false`: the 404 "Item with id 'rs_…' not found. Items are not
+  persisted when `store` is set to false. …"
+  (https://github.com/anomalyco/opencode/issues/7724);
 * an `encrypted_content` that is neither copy the fake issued for that item:
   see `UNVERIFIED`;
 * an `encrypted_content` issued for another model (deployment): the same
@@ -59,7 +63,7 @@ NOT_PERSISTED = (
     "Item with id '{item_id}' not found. Items are not persisted when `store` is set to false. "
     "Try again with `store` set to true, or remove this item from your input."
 )
-# The fake's own text: PROTOCOLS.md has none for a tampered value. Its shape (first and last four
+# The fake's own text: no quote of the real one for a tampered value was found. Its shape (first and last four
 # characters, code "invalid_encrypted_content", param null) follows reports of the real error in
 # openai/codex issues #8132 and #8145.
 UNVERIFIED = "The encrypted content {abbreviated} could not be verified."
@@ -341,7 +345,8 @@ class ResponsesDialect:
 
     @staticmethod
     def _events(response: dict, stub: str, completed: str, options: Options) -> list[bytes]:
-        """The stream of PROTOCOLS.md 3(b): created, each item added/deltas/done, then completed."""
+        """The stream of fixture openai-responses/codecompanion_gpt5_reasoning_stream.sse: created, each item
+        added/deltas/done, then completed."""
         events: list[dict[str, Any]] = []
         started = {**response, "status": "in_progress", "output": [], "usage": None}
         events += [
