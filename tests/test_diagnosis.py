@@ -1,4 +1,4 @@
-"""Unit tests for addon/diagnosis/: every error text of PROTOCOLS.md, in the envelope it really arrives in.
+"""Unit tests for addon/diagnosis/ and the dialects' error rules (addon/dialects/): every error text of PROTOCOLS.md, in the envelope it really arrives in.
 
 Texts come from PROTOCOLS.md (sections 1(d)-7(d)), from the public issues it and the module cite (quoted with the
 variants seen in the wild), and from the fake providers in tests/support, driven the way the proxy's clients
@@ -14,22 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.diagnosis import (
-    MAX_MESSAGE,
-    RULE_TABLE,
-    RULES,
-    Diagnosis,
-    anthropic,
-    classify,
-    copilot,
-    deepseek,
-    error_messages,
-    gateways,
-    gemini,
-    openai,
-    rules,
-)
+from llm_reasoning_proxy import dialects, formats
+from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.dialects import anthropic, base, copilot, deepseek, gateways, gemini, openai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -1700,6 +1687,9 @@ def _check_rule_ids_in_source() -> set[str]:
             (value,) = [keyword.value for keyword in call.keywords if keyword.arg == "rule"]
             written = [n for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
             assert not written, f"{source.name}:{call.lineno}: a rule id written out"
+            if isinstance(value, ast.Attribute) and value.attr == "rule":  # a dialect's ChatSignature
+                found |= {sig.rule for d in dialects.DIALECTS if (sig := d.chat_signature("gemini-3-pro-preview"))}
+                continue
             names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id.isupper()}
             if not names:
                 assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
@@ -1768,8 +1758,8 @@ ERROR_ONLY_RULES = {
     openai.RESPONSES_ITEM_NOT_FOUND,
     openai.RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND,
     openai.RESPONSES_ENCRYPTED_CONTENT_INVALID,
-    rules.TOOL_RESULT_MISSING,
-    rules.ENCRYPTED_CONTENT_FOREIGN,
+    base.TOOL_RESULT_MISSING,
+    base.ENCRYPTED_CONTENT_FOREIGN,
     anthropic.ANTHROPIC_SIGNATURE_MISSING,
     anthropic.ANTHROPIC_BLOCK_BINDING,
     anthropic.ANTHROPIC_BLOCK_BINDING_BETA,
