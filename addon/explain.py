@@ -17,14 +17,14 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import formats, jsoncodec
+from . import dialects, formats, jsoncodec
 from .annotate import add_comment, flow_meta
 from .cache import StoreUnavailable
 from .decoding import message_body, message_prefix
 from .diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
-from .diagnosis.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
-from .diagnosis.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
-from .diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
+from .dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
+from .dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
+from .dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from .events import Diagnosed
 from .failopen import fail_open
 from .formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
@@ -42,9 +42,6 @@ logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
 REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
-# A request answered in Copilot's envelope is checked against Copilot's rules, whatever host the proxy reached it on
-# (a local gateway such as copilot-api passes Copilot's errors on).
-COPILOT_HOST = "api.githubcopilot.com"
 _SIGNATURE_RULES = (GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING)
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
@@ -311,10 +308,13 @@ class ErrorExplainer:
         )
 
     def _context(self, flow: http.HTTPFlow, meta: dict[str, Any], diagnosis: Diagnosis) -> RepairContext:
-        host = flow.request.pretty_host.lower()
-        if "copilot" in (diagnosis.provider, diagnosis.wrapped_by) and "githubcopilot" not in host:
-            host = COPILOT_HOST
-        return RepairContext(path=flow.request.path, model=meta.get("request_model"), host=host)
+        host, path, model = flow.request.pretty_host.lower(), flow.request.path, meta.get("request_model")
+        for name in (diagnosis.provider, diagnosis.wrapped_by):  # an error in a gateway's envelope, from another host
+            dialect = dialects.named(name)
+            if dialect is not None and dialect.host and not dialect.serves(host, path, model or ""):
+                host = dialect.host
+                break
+        return RepairContext(path=path, model=model, host=host)
 
     def _findings(
         self, flow: http.HTTPFlow, meta: dict[str, Any], diagnosis: Diagnosis, doc: Any

@@ -1,4 +1,5 @@
-"""Unit tests for addon/diagnosis/: every known error text, in the envelope it really arrives in.
+"""Unit tests for addon/diagnosis/ and the dialects' error rules (addon/dialects/): every known error text, in the
+envelope it really arrives in.
 
 Texts come from the public issues named beside each group of cases and in the module (quoted with the variants seen
 in the wild), and from the fake providers in tests/support, driven the way the proxy's clients drive them so that
@@ -14,22 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.diagnosis import (
-    MAX_MESSAGE,
-    RULE_TABLE,
-    RULES,
-    Diagnosis,
-    anthropic,
-    classify,
-    copilot,
-    deepseek,
-    error_messages,
-    gateways,
-    gemini,
-    openai,
-    rules,
-)
+from llm_reasoning_proxy import dialects, formats
+from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
+from llm_reasoning_proxy.dialects import anthropic, base, copilot, deepseek, gateways, gemini, openai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -1709,6 +1697,9 @@ def _check_rule_ids_in_source() -> set[str]:
             (value,) = [keyword.value for keyword in call.keywords if keyword.arg == "rule"]
             written = [n for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
             assert not written, f"{source.name}:{call.lineno}: a rule id written out"
+            if isinstance(value, ast.Attribute) and value.attr == "rule":  # a dialect's ChatSignature
+                found |= {sig.rule for d in dialects.DIALECTS if (sig := d.chat_signature("gemini-3-pro-preview"))}
+                continue
             names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id.isupper()}
             if not names:
                 assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
@@ -1777,8 +1768,8 @@ ERROR_ONLY_RULES = {
     openai.RESPONSES_ITEM_NOT_FOUND,
     openai.RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND,
     openai.RESPONSES_ENCRYPTED_CONTENT_INVALID,
-    rules.TOOL_RESULT_MISSING,
-    rules.ENCRYPTED_CONTENT_FOREIGN,
+    base.TOOL_RESULT_MISSING,
+    base.ENCRYPTED_CONTENT_FOREIGN,
     anthropic.ANTHROPIC_SIGNATURE_MISSING,
     anthropic.ANTHROPIC_BLOCK_BINDING,
     anthropic.ANTHROPIC_BLOCK_BINDING_BETA,

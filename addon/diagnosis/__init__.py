@@ -2,7 +2,7 @@
 
 `classify(status, body)` reads an error body as a provider (or a gateway in front of one) sent it, finds every
 error text in it (`error_messages`, in `envelopes`), and matches the innermost texts first against the rules of
-each provider family (`gemini`, `openai`, `anthropic`, `deepseek`, `gateways`, `copilot`, `openrouter`): the known
+each provider dialect (addon/dialects/): the known
 reasoning round-trip errors, the errors a target gives for reasoning state another model, account or conversation
 issued ("foreign" state), and a few neighbouring tool-pairing errors. Numbers and ids are taken exactly as the text
 gives them (`rules`); the message kept is redacted. Nothing here raises: an unreadable body is an "unknown"
@@ -11,9 +11,10 @@ diagnosis.
 
 from __future__ import annotations
 
+from ..dialects.base import Kind
 from .envelopes import MAX_SCAN, error_messages
 from .matching import GENERIC_RULES, MAX_MESSAGE, RULE_TABLE, RULES, classify
-from .rules import UNKNOWN, Diagnosis, Kind
+from .rules import UNKNOWN, Diagnosis
 
 __all__ = [
     "GENERIC_RULES",

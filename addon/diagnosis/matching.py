@@ -10,25 +10,18 @@ from __future__ import annotations
 
 import re
 
+from .. import dialects
+from ..dialects import openrouter
+from ..dialects.base import Kind, Rule, places
 from ..redact import redact_text
-from . import anthropic, copilot, deepseek, gateways, gemini, openai, openrouter
 from .envelopes import FoundText, collect, decode, parse
-from .rules import UNKNOWN, Diagnosis, Kind, Rule, places
+from .rules import UNKNOWN, Diagnosis
 
 MAX_MESSAGE = 1000
 # Redacting the head only is enough: the message is cut to MAX_MESSAGE afterwards.
 _REDACT_HEAD = 4 * MAX_MESSAGE
 
-RULE_TABLE: tuple[Rule, ...] = (
-    *gemini.RULES,
-    *openai.RESPONSES_RULES,
-    *anthropic.RULES,
-    *deepseek.RULES,
-    *openai.CHAT_RULES,
-    *gateways.RULES,
-    *copilot.RULES,
-    *openrouter.RULES,
-)
+RULE_TABLE: tuple[Rule, ...] = dialects.rules()
 
 # Every rule id, with its kind and field (a rule id keeps one kind whichever provider's text it matches): the
 # formats' static checks (`WireFormat.check`) name the rules a request breaks with these ids.
@@ -37,7 +30,7 @@ RULES: dict[str, tuple[Kind, str | None]] = {rule.rule: (rule.kind, rule.field) 
 GENERIC_RULES = frozenset(rule.rule for rule in RULE_TABLE if rule.generic)
 
 # What the client must send back, named in the gateway's wire format, for the fields upstream texts name.
-_GATEWAY_FIELDS = {"copilot": copilot.GATEWAY_FIELDS, "openrouter": openrouter.GATEWAY_FIELDS}
+_GATEWAY_FIELDS = {dialect.name: dialect.gateway_fields for dialect in dialects.DIALECTS if dialect.gateway_fields}
 _PARAM_INDEX = re.compile(r"^(?:messages|input|contents)\.?\[(\d+)\]")
 
 

@@ -1,29 +1,11 @@
-"""What a diagnosis rule is, what matching one gives, and the places an error text names.
-
-A rule is a provider's error text (a regular expression and a cheap phrase to skip it by) with what it means: a rule
-id, the kind of problem and the field it is about. The places a text names (message index, content-block position,
-part, item ids, function) are taken from the match's named groups exactly as the text gives them. The rules
-themselves live with their provider family, each module citing where its texts come from.
-"""
+"""What a diagnosis is: the rule an error response names, and where in the request it points."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
-
 from pydantic import BaseModel, Field
 
-# "foreign": the error says the value was issued for another model, account, caller or conversation.
-Kind = Literal[
-    "missing", "invalid", "foreign", "orphaned", "duplicate", "not_found", "schema", "unsupported", "unknown"
-]
+from ..dialects.base import Kind
 
-# Rule ids more than one family's texts name (and the formats' checks name them too).
-TOOL_RESULT_MISSING = "tool_result_missing"
-TOOL_RESULT_ORPHANED = "tool_result_orphaned"
-ENCRYPTED_CONTENT_FOREIGN = "encrypted_content_foreign"
 # What a text no rule matches is diagnosed as.
 UNKNOWN = "unknown"
 
@@ -42,76 +24,3 @@ class Diagnosis(BaseModel):
     function: str | None = None
     wrapped_by: str | None = None
     cause: str | None = None  # what the error says changed (Anthropic's block binding: "system prompt")
-
-
-# What a rule's `refine` reads more of a text with: the match, and the places found so far (to add to or change).
-Refine = Callable[[re.Match[str], dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Rule:
-    rule: str
-    provider: str
-    kind: Kind
-    field: str | None
-    # A lower-case phrase every text the rule matches holds (whitespace collapsed): skips the regex cheaply.
-    needle: str
-    pattern: re.Pattern[str]
-    summary: str
-    generic: bool = False  # only when no specific rule matched any text
-    refine: Refine | None = None
-
-
-def rx(*parts: str) -> re.Pattern[str]:
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
-
-
-# Optional backticks around a name: some copies of a text lose them.
-B = "`?"
-Q = "['\"]"
-# A list of ids as texts end with them ("…: toolu_01, toolu_02"); Qwen's "message[15].role" among them.
-IDS = r"(?P<ids>[\w:\-\[\]]+(?:\s*,\s*[\w:\-\[\]]+)*)"
-
-_PATH_INDEX = re.compile(r"(?:contents|messages|input)\.?\[(\d+)\]")
-_PATH_PART = re.compile(r"\.(?:parts|content)\.?\[(\d+)\]")
-_MESSAGE_AT = re.compile(r"^messages?\[(\d+)\]")
-# Gemini names a function by its tool namespace: "default_api:read_file".
-_DEFAULT_API = "default_api:"
-
-
-def places(match: re.Match[str]) -> dict[str, Any]:
-    """Index, position, block, function and ids from a match's named groups: `index` (a 0-based message index),
-    `pos` (a 1-based content-block position), `block`, `fq`/`fb` (a function name with or without backticks),
-    `id1`/`id2` and `ids` (item or call ids)."""
-    named = {k: v for k, v in match.groupdict().items() if v is not None}
-    found: dict[str, Any] = {}
-    if "index" in named:
-        found["index"] = int(named["index"])
-    if "pos" in named:
-        found["position"] = int(named["pos"])
-        found["index"] = found["position"] - 1
-    if "block" in named:
-        found["block"] = int(named["block"])
-    name = named.get("fq") or named.get("fb")
-    if name:
-        found["function"] = name[len(_DEFAULT_API) :] if name.startswith(_DEFAULT_API) else name
-    ids = [named[k] for k in ("id1", "id2") if k in named]
-    for value in (named.get("ids") or "").split(","):
-        value = value.strip()
-        at = _MESSAGE_AT.match(value)
-        if at:  # Qwen names the unanswered message instead of the call ids: "message[15].role"
-            found.setdefault("index", int(at.group(1)))
-        elif value:
-            ids.append(value)
-    if ids:
-        found["item_ids"] = ids
-    return found
-
-
-def path_places(match: re.Match[str], found: dict[str, Any]) -> None:
-    """The message and part a field path names ("contents[3].parts[0].thought_signature", "messages[2].content")."""
-    field_path = match.group("path")
-    index = _PATH_INDEX.search(field_path)
-    part = _PATH_PART.search(field_path)
-    found["index"] = int(index.group(1)) if index else None
-    found["block"] = int(part.group(1)) if part else None

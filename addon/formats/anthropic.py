@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import jsoncodec
-from ..diagnosis.anthropic import ANTHROPIC_THINKING_EXPECTED
+from ..dialects.anthropic import ANTHROPIC_THINKING_EXPECTED
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments

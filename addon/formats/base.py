@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
-from urllib.parse import unquote
 
 from .. import jsoncodec
 from ..limits import Budget
@@ -271,13 +269,3 @@ def body_model(body: bytes, doc: Any | None) -> str | None:
             return None
     model = doc.get("model") if isinstance(doc, dict) else None
     return model if isinstance(model, str) else None
-
-
-_DEPLOYMENT = re.compile(r"/deployments/([^/?]+)/")
-
-
-def deployment_model(path: str) -> str | None:
-    """The deployment an Azure OpenAI route names (`/openai/deployments/{name}/chat/completions`): the model
-    the request is for, which its body then usually leaves out."""
-    match = _DEPLOYMENT.search(path.split("?", 1)[0])
-    return unquote(match.group(1)) if match else None

@@ -16,12 +16,10 @@ from typing import Any
 
 import orjson
 
-from .. import jsoncodec
-from ..diagnosis.deepseek import REASONING_CONTENT_MISSING
-from ..diagnosis.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
-from ..diagnosis.openai import CONTENT_EMPTY_ARRAY
-from ..diagnosis.openrouter import OPENROUTER_REASONING_DETAILS
-from ..diagnosis.rules import TOOL_RESULT_ORPHANED
+from .. import dialects, jsoncodec
+from ..dialects.base import TOOL_RESULT_ORPHANED
+from ..dialects.deepseek import REASONING_CONTENT_MISSING
+from ..dialects.openai import CONTENT_EMPTY_ARRAY, deployment_model
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
@@ -33,7 +31,6 @@ from .base import (
     Routed,
     body_model,
     call_lookup_keys,
-    deployment_model,
     event_documents,
     item_at,
 )
@@ -527,31 +524,12 @@ def block_to_message(messages: list[Any], position: int) -> int | None:
     return None
 
 
-def _requires_reasoning_content(model: str) -> bool:
-    """Models whose API refuses an assistant tool-call message without `reasoning_content`."""
-    return model.startswith(("deepseek-reasoner", "deepseek-v4")) or ("kimi" in model and "thinking" in model)
-
-
 def _current_turn(messages: list[Any]) -> list[int]:
     """Indexes of the assistant tool-call messages after the last user message."""
     last_user = max((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), default=-1)
     return [
         i for i in range(last_user + 1, len(messages)) if _is_assistant(messages[i]) and _has_tool_calls(messages[i])
     ]
-
-
-def _signature_rule(context: RepairContext) -> tuple[str, str] | None:
-    """For Gemini 3 behind an OpenAI-style API: the rule that holds, and the field it wants on the current turn."""
-    model = context.model or ""
-    if "gemini-3" not in model:
-        return None
-    if "/openai/" in context.path and deployment_model(context.path) is None:  # not Azure OpenAI's /openai/deployments/
-        return GEMINI_SIGNATURE_MISSING, "extra_content"
-    if model.startswith("google/") or "openrouter" in context.host:
-        return OPENROUTER_REASONING_DETAILS, DETAILS_FIELD
-    if "githubcopilot" in context.host:
-        return VERTEX_SIGNATURE_MISSING, "reasoning_opaque"
-    return None  # LiteLLM and others send a placeholder themselves
 
 
 def check_messages(messages: list[Any], context: RepairContext) -> list[Violation]:
@@ -577,10 +555,10 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
         if message.get("content") == []:
             text = "content is an empty array (Copilot: invalid request body; the API wants null or text)"
             violations.append(Violation(rule=CONTENT_EMPTY_ARRAY, location=location, message=text))
-        if _requires_reasoning_content(model) and message.get("reasoning_content") is None:
+        if dialects.requires_reasoning_content(model) and message.get("reasoning_content") is None:
             text = "assistant tool-call message without reasoning_content (required in thinking mode)"
             violations.append(Violation(rule=REASONING_CONTENT_MISSING, location=location, message=text))
-    rule = _signature_rule(context)
+    rule = dialects.chat_signature(context.host, context.path, model)
     for index in _current_turn(messages) if rule else []:
         message = messages[index]
         calls = _tool_calls(message)
@@ -589,15 +567,15 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
         first = calls[0]
         present = (
             call_field(first, "extra_content") is not None
-            if rule[1] == "extra_content"
-            else not is_missing(rule[1], message.get(rule[1]))
+            if rule.field == "extra_content"
+            else not is_missing(rule.field, message.get(rule.field))
         )
         if not present:
             violations.append(
                 Violation(
-                    rule=rule[0],
+                    rule=rule.rule,
                     location=f"messages[{index}]",
-                    message=f"current-turn function call without its thought signature ({rule[1]} missing)",
+                    message=f"current-turn function call without its thought signature ({rule.field} missing)",
                     tool_call_id=first.get("id"),
                 )
             )

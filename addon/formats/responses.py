@@ -24,12 +24,12 @@ from collections.abc import Iterator
 from typing import Any, Literal
 
 from .. import jsoncodec
-from ..diagnosis.openai import RESPONSES_REASONING_ORPHANED
+from ..dialects.openai import RESPONSES_REASONING_ORPHANED, deployment_model
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, deployment_model, item_at
+from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, item_at
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).

@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .rules import Rule, rx
+from .base import ChatSignature, Dialect, Rule, rx
+from .gemini import VERTEX_SIGNATURE_MISSING
 
 COPILOT_SCHEMA = "copilot_schema"
 UNSUPPORTED_API_FOR_MODEL = "unsupported_api_for_model"
@@ -80,3 +81,23 @@ RULES: tuple[Rule, ...] = (
         generic=True,
     ),
 )
+
+
+class Copilot(Dialect):
+    """GitHub Copilot serves Gemini 3 on chat completions and wants a current-turn function call's signature back as
+    the message's `reasoning_opaque`, or Vertex AI's error comes back through it (captures in
+    tests/fixtures/copilot/)."""
+
+    name = "copilot"
+    host = "api.githubcopilot.com"
+    rules = RULES
+    gateway_fields = GATEWAY_FIELDS
+
+    def serves(self, host: str, path: str, model: str) -> bool:
+        return "githubcopilot" in host
+
+    def chat_signature(self, model: str) -> ChatSignature | None:
+        return ChatSignature(VERTEX_SIGNATURE_MISSING, "reasoning_opaque") if "gemini-3" in model else None
+
+
+DIALECT = Copilot()

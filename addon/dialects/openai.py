@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import unquote
 
-from .rules import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Q, Rule, path_places, rx
+from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Dialect, Q, Rule, path_places, rx
 
 RESPONSES_REASONING_MISSING = "responses_reasoning_missing"
 RESPONSES_REASONING_ORPHANED = "responses_reasoning_orphaned"
@@ -197,3 +198,22 @@ CHAT_RULES: tuple[Rule, ...] = (
         refine=path_places,
     ),
 )
+
+_DEPLOYMENT = re.compile(r"/deployments/([^/?]+)/")
+
+
+def deployment_model(path: str) -> str | None:
+    """The deployment an Azure OpenAI route names (`/openai/deployments/{name}/chat/completions`): the model
+    the request is for, which its body then usually leaves out."""
+    match = _DEPLOYMENT.search(path.split("?", 1)[0])
+    return unquote(match.group(1)) if match else None
+
+
+class OpenAI(Dialect):
+    """OpenAI (and Azure OpenAI, xAI and other hosts of the Responses API and chat completions)."""
+
+    name = "openai"
+    rules = RESPONSES_RULES + CHAT_RULES
+
+
+DIALECT = OpenAI()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .rules import B, Rule, rx
+from .base import B, Dialect, Rule, rx
 
 REASONING_CONTENT_MISSING = "reasoning_content_missing"
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
@@ -82,3 +82,17 @@ RULES: tuple[Rule, ...] = (
         "a redacted_thinking block (which only Anthropic issues) was sent to DeepSeek",
     ),
 )
+
+
+class DeepSeek(Dialect):
+    """DeepSeek's thinking mode and Kimi's thinking models refuse an assistant tool-call message without its
+    reasoning_content, on whichever host serves them (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
+
+    name = "deepseek"
+    rules = RULES
+
+    def requires_reasoning_content(self, model: str) -> bool:
+        return model.startswith(("deepseek-reasoner", "deepseek-v4")) or ("kimi" in model and "thinking" in model)
+
+
+DIALECT = DeepSeek()

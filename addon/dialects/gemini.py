@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .rules import B, Rule, path_places, places, rx
+from .base import B, ChatSignature, Dialect, Rule, path_places, places, rx
+from .openai import deployment_model
 
 GEMINI_SIGNATURE_MISSING = "gemini_signature_missing"
 VERTEX_SIGNATURE_MISSING = "vertex_signature_missing"
@@ -111,3 +112,21 @@ RULES: tuple[Rule, ...] = (
         "the function response turn does not answer every function call of the turn before it",
     ),
 )
+
+
+class Gemini(Dialect):
+    """Google's Gemini API and Vertex AI, and Gemini's OpenAI-compatible endpoint (`…/v1beta/openai/chat/completions`),
+    which wants a current-turn function call's signature back in `extra_content.google.thought_signature`
+    (https://ai.google.dev/gemini-api/docs/openai#thinking)."""
+
+    name = "gemini"
+    rules = RULES
+
+    def serves(self, host: str, path: str, model: str) -> bool:
+        return "/openai/" in path and deployment_model(path) is None  # Azure OpenAI's routes are /openai/deployments/
+
+    def chat_signature(self, model: str) -> ChatSignature | None:
+        return ChatSignature(GEMINI_SIGNATURE_MISSING, "extra_content") if "gemini-3" in model else None
+
+
+DIALECT = Gemini()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .rules import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Rule, rx
+from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Dialect, Rule, rx
 
 ANTHROPIC_THINKING_EXPECTED = "anthropic_thinking_expected"
 ANTHROPIC_SIGNATURE_MISSING = "anthropic_signature_missing"
@@ -199,3 +199,11 @@ RULES: tuple[Rule, ...] = (
         "a message other than the final assistant message has empty content",
     ),
 )
+
+
+class Anthropic(Dialect):
+    name = "anthropic"
+    rules = RULES
+
+
+DIALECT = Anthropic()

@@ -6,7 +6,7 @@ notes). None of them documents these texts; each rule names the captured error i
 
 from __future__ import annotations
 
-from .rules import ENCRYPTED_CONTENT_FOREIGN, B, Rule, path_places, rx
+from .base import ENCRYPTED_CONTENT_FOREIGN, B, Dialect, Rule, path_places, rx
 
 REASONING_TEXT_UNSUPPORTED = "reasoning_text_unsupported"
 THINKING_BLOCKS_NOT_PERMITTED = "thinking_blocks_not_permitted"
@@ -55,3 +55,11 @@ RULES: tuple[Rule, ...] = (
         refine=path_places,
     ),
 )
+
+
+class Gateways(Dialect):
+    name = "gateway"
+    rules = RULES
+
+
+DIALECT = Gateways()

@@ -8,7 +8,7 @@ back (`GATEWAY_FIELDS`).
 
 from __future__ import annotations
 
-from .rules import ENCRYPTED_CONTENT_FOREIGN, Rule, rx
+from .base import ENCRYPTED_CONTENT_FOREIGN, ChatSignature, Dialect, Rule, rx
 
 OPENROUTER_REASONING_DETAILS = "openrouter_reasoning_details"
 
@@ -57,3 +57,21 @@ RULES: tuple[Rule, ...] = (
         generic=True,
     ),
 )
+
+
+class OpenRouter(Dialect):
+    """OpenRouter passes Gemini 3's signatures as `reasoning_details` entries, and wants them back there
+    (https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks)."""
+
+    name = "openrouter"
+    rules = RULES
+    gateway_fields = GATEWAY_FIELDS
+
+    def serves(self, host: str, path: str, model: str) -> bool:
+        return "openrouter" in host or model.startswith("google/")
+
+    def chat_signature(self, model: str) -> ChatSignature | None:
+        return ChatSignature(OPENROUTER_REASONING_DETAILS, "reasoning_details") if "gemini-3" in model else None
+
+
+DIALECT = OpenRouter()

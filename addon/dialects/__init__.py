@@ -1,0 +1,59 @@
+"""The provider dialects the proxy knows, each in a module of its own: who is behind a request, what its models
+require sent back, and its error texts. Adding a provider is its module and one line here; the order is the order
+in which their error rules are tried and in which they are asked whether they serve a request."""
+
+from __future__ import annotations
+
+from . import anthropic, copilot, deepseek, gateways, gemini, openai, openrouter
+from .base import ChatSignature, Dialect, Rule
+
+DIALECTS: tuple[Dialect, ...] = (
+    gemini.DIALECT,
+    openai.DIALECT,
+    anthropic.DIALECT,
+    deepseek.DIALECT,
+    gateways.DIALECT,
+    copilot.DIALECT,
+    openrouter.DIALECT,
+)
+
+
+_BY_NAME = {dialect.name: dialect for dialect in DIALECTS}
+
+
+def named(name: str | None) -> Dialect | None:
+    """The dialect a diagnosis names as the error's provider or wrapper."""
+    return _BY_NAME.get(name or "")
+
+
+def rules() -> tuple[Rule, ...]:
+    """Every dialect's error rules, in the order they are tried."""
+    return tuple(rule for dialect in DIALECTS for rule in dialect.rules)
+
+
+def serving(host: str, path: str, model: str) -> Dialect | None:
+    """The dialect that answers a request to `host` and `path` for `model`, if one says so."""
+    return next((dialect for dialect in DIALECTS if dialect.serves(host, path, model)), None)
+
+
+def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:
+    """What a current-turn function call must carry back on chat completions, for whoever serves the request (LiteLLM
+    and others send a placeholder of their own: nothing)."""
+    dialect = serving(host, path, model)
+    return dialect.chat_signature(model) if dialect is not None else None
+
+
+def requires_reasoning_content(model: str) -> bool:
+    return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
+
+
+__all__ = [
+    "DIALECTS",
+    "ChatSignature",
+    "Dialect",
+    "chat_signature",
+    "named",
+    "requires_reasoning_content",
+    "rules",
+    "serving",
+]

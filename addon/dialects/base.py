@@ -1,0 +1,135 @@
+"""What a provider dialect is: who is behind a request, what that provider wants sent back, and its error texts.
+
+A wire format (addon/formats/) knows how a body is shaped; a dialect knows who answers it. Each provider family is one
+module of this package with its `DIALECT` (how to tell its traffic, what its models require) and its error rules,
+registered in one line of `__init__.py`; the diagnosis (addon/diagnosis/) matches error bodies against the rules of
+every registered dialect.
+
+A rule is a provider's error text (a regular expression and a cheap phrase to skip it by) with what it means: a rule
+id, the kind of problem and the field it is about. The places a text names (message index, content-block position,
+part, item ids, function) are taken from the match's named groups exactly as the text gives them; each module cites
+where its texts come from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+# "foreign": the error says the value was issued for another model, account, caller or conversation.
+Kind = Literal[
+    "missing", "invalid", "foreign", "orphaned", "duplicate", "not_found", "schema", "unsupported", "unknown"
+]
+
+# Rule ids more than one family's texts name (and the formats' checks name them too).
+TOOL_RESULT_MISSING = "tool_result_missing"
+TOOL_RESULT_ORPHANED = "tool_result_orphaned"
+ENCRYPTED_CONTENT_FOREIGN = "encrypted_content_foreign"
+
+
+# What a rule's `refine` reads more of a text with: the match, and the places found so far (to add to or change).
+Refine = Callable[[re.Match[str], dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Rule:
+    rule: str
+    provider: str
+    kind: Kind
+    field: str | None
+    # A lower-case phrase every text the rule matches holds (whitespace collapsed): skips the regex cheaply.
+    needle: str
+    pattern: re.Pattern[str]
+    summary: str
+    generic: bool = False  # only when no specific rule matched any text
+    refine: Refine | None = None
+
+
+def rx(*parts: str) -> re.Pattern[str]:
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+# Optional backticks around a name: some copies of a text lose them.
+B = "`?"
+Q = "['\"]"
+# A list of ids as texts end with them ("…: toolu_01, toolu_02"); Qwen's "message[15].role" among them.
+IDS = r"(?P<ids>[\w:\-\[\]]+(?:\s*,\s*[\w:\-\[\]]+)*)"
+
+_PATH_INDEX = re.compile(r"(?:contents|messages|input)\.?\[(\d+)\]")
+_PATH_PART = re.compile(r"\.(?:parts|content)\.?\[(\d+)\]")
+_MESSAGE_AT = re.compile(r"^messages?\[(\d+)\]")
+# Gemini names a function by its tool namespace: "default_api:read_file".
+_DEFAULT_API = "default_api:"
+
+
+def places(match: re.Match[str]) -> dict[str, Any]:
+    """Index, position, block, function and ids from a match's named groups: `index` (a 0-based message index),
+    `pos` (a 1-based content-block position), `block`, `fq`/`fb` (a function name with or without backticks),
+    `id1`/`id2` and `ids` (item or call ids)."""
+    named = {k: v for k, v in match.groupdict().items() if v is not None}
+    found: dict[str, Any] = {}
+    if "index" in named:
+        found["index"] = int(named["index"])
+    if "pos" in named:
+        found["position"] = int(named["pos"])
+        found["index"] = found["position"] - 1
+    if "block" in named:
+        found["block"] = int(named["block"])
+    name = named.get("fq") or named.get("fb")
+    if name:
+        found["function"] = name[len(_DEFAULT_API) :] if name.startswith(_DEFAULT_API) else name
+    ids = [named[k] for k in ("id1", "id2") if k in named]
+    for value in (named.get("ids") or "").split(","):
+        value = value.strip()
+        at = _MESSAGE_AT.match(value)
+        if at:  # Qwen names the unanswered message instead of the call ids: "message[15].role"
+            found.setdefault("index", int(at.group(1)))
+        elif value:
+            ids.append(value)
+    if ids:
+        found["item_ids"] = ids
+    return found
+
+
+def path_places(match: re.Match[str], found: dict[str, Any]) -> None:
+    """The message and part a field path names ("contents[3].parts[0].thought_signature", "messages[2].content")."""
+    field_path = match.group("path")
+    index = _PATH_INDEX.search(field_path)
+    part = _PATH_PART.search(field_path)
+    found["index"] = int(index.group(1)) if index else None
+    found["block"] = int(part.group(1)) if part else None
+
+
+class ChatSignature(NamedTuple):
+    """What a Gemini 3 function call of the current turn must carry back on chat completions, behind a dialect."""
+
+    rule: str  # the rule id a request without it breaks
+    field: str  # where the dialect's clients send the signature back
+
+
+class Dialect:
+    """A provider, or a gateway in front of providers: what the proxy must know of it beyond the wire format.
+
+    Every answer is "nothing special" by default; a dialect overrides what its provider requires."""
+
+    name: str = ""
+    # Where it answers, for a request whose error came in its envelope through another host (a local gateway such
+    # as copilot-api passes Copilot's errors on): that request is checked as if sent here.
+    host: str = ""
+    rules: tuple[Rule, ...] = ()
+    # A gateway's clients send back, under these names, the fields its upstream providers' error texts name.
+    gateway_fields: dict[str, str] = {}
+
+    def serves(self, host: str, path: str, model: str) -> bool:
+        """Whether this provider answers a request to `host` and `path` for `model` (judged without its body)."""
+        return False
+
+    def chat_signature(self, model: str) -> ChatSignature | None:
+        """For a request it serves: what a current-turn function call of `model` must carry on chat completions."""
+        return None
+
+    def requires_reasoning_content(self, model: str) -> bool:
+        """Whether `model` refuses an assistant tool-call message without `reasoning_content`, whoever serves it."""
+        return False
