@@ -4,17 +4,23 @@ in which their error rules are tried and in which they are asked whether they se
 
 from __future__ import annotations
 
-from . import anthropic, copilot, deepseek, gateways, gemini, openai, openrouter
+from importlib import import_module
+
 from .base import ChatSignature, Dialect, Rule
 
-DIALECTS: tuple[Dialect, ...] = (
-    gemini.DIALECT,
-    openai.DIALECT,
-    anthropic.DIALECT,
-    deepseek.DIALECT,
-    gateways.DIALECT,
-    copilot.DIALECT,
-    openrouter.DIALECT,
+
+def _registered(*modules: str) -> tuple[Dialect, ...]:
+    return tuple(import_module(f".{module}", __name__).DIALECT for module in modules)
+
+
+DIALECTS: tuple[Dialect, ...] = _registered(
+    "gemini",
+    "openai",
+    "anthropic",
+    "deepseek",
+    "gateways",
+    "copilot",
+    "openrouter",
 )
 
 
