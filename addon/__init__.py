@@ -11,10 +11,10 @@ from __future__ import annotations
 # version of the code that runs, installed or not.
 __version__ = "0.1.0"
 
-from .capture import ResponseCapture
-from .explain import ErrorExplainer
-from .proxy_config import ProxyConfig
-from .repair import RequestRepair
+from .hooks.capture import ResponseCapture
+from .hooks.explain import ErrorExplainer
+from .hooks.proxy_config import ProxyConfig
+from .hooks.repair import RequestRepair
 
 
 def make_addons() -> list[object]:

@@ -12,8 +12,8 @@ import pytest
 import zstandard
 from llm_reasoning_proxy import formats
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
+from llm_reasoning_proxy.hooks.response_tap import ResponseTap, read_recorded
 from llm_reasoning_proxy.records import ReasoningRecord, arguments_digest
-from llm_reasoning_proxy.response_tap import ResponseTap, read_recorded
 
 from tests.support import capture
 

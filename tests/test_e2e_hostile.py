@@ -169,7 +169,11 @@ DEEP = b'{"model":"deepseek-reasoner","messages":[{"role":"user","content":' + b
 
 def offline_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -172,7 +172,7 @@ def test_a_provider_added_as_a_module_and_a_line_is_repaired_and_explained(
     package.mkdir()
     (package / "llm_reasoning_proxy").symlink_to(acme_addon.parent)
     check = subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.cli", "check", "--no-diff", str(capture)],
+        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", "check", "--no-diff", str(capture)],
         env={**os.environ, "PYTHONPATH": str(package)},
         capture_output=True,
         text=True,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import openai
 import pytest
-from llm_reasoning_proxy.cli import load_flows
-from llm_reasoning_proxy.fixtures import read_fixture_dir
-from llm_reasoning_proxy.offline import check_flows
+from llm_reasoning_proxy.offline.check import check_flows
+from llm_reasoning_proxy.offline.cli import load_flows
+from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from mitmproxy import flow, io
 from mitmproxy.test import tflow
 
@@ -50,7 +50,11 @@ def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Pat
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args], cwd=ROOT, capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 

@@ -442,7 +442,7 @@ def converse(base_url: str, secrets: Secrets) -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.cli", *args],
+        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

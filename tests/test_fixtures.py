@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.fixtures import (
+from llm_reasoning_proxy.formats import by_name
+from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
+from llm_reasoning_proxy.offline.fixtures import (
     ExchangeFixture,
     Expectation,
     RequestFixture,
@@ -20,14 +22,12 @@ from llm_reasoning_proxy.fixtures import (
     read_fixture_dir,
     write_fixture_dir,
 )
-from llm_reasoning_proxy.fixtures.placeholders import (
+from llm_reasoning_proxy.offline.fixtures.placeholders import (
     OPAQUE_DATA_TYPES,
     OPAQUE_KEYS,
     OPAQUE_LIST_KEYS,
     stream_fragments,
 )
-from llm_reasoning_proxy.formats import by_name
-from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
 from llm_reasoning_proxy.redact import redact_json
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils

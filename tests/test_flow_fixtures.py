@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.fixtures import fixture_to_flow, read_fixture_dir
-from llm_reasoning_proxy.offline import check_flows
+from llm_reasoning_proxy.offline.check import check_flows
+from llm_reasoning_proxy.offline.fixtures import fixture_to_flow, read_fixture_dir
 
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
 FIXTURE_DIRS = sorted(path.parent for path in FLOWS.glob("*/meta.json"))

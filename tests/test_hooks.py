@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.proxy_config import ProxyConfig
+from llm_reasoning_proxy.hooks.proxy_config import ProxyConfig
+from llm_reasoning_proxy.hooks.response_tap import ResponseTap
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.response_tap import ResponseTap
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http, io
 from mitmproxy.test import tflow, tutils

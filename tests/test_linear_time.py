@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.response_tap import read_recorded
+from llm_reasoning_proxy.hooks.response_tap import read_recorded
 
 from tests.support import hostile_answers as answers
 

@@ -12,8 +12,9 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_reasoning_proxy import formats, response_tap
+from llm_reasoning_proxy import formats
 from llm_reasoning_proxy.formats import RepairContext
+from llm_reasoning_proxy.hooks import response_tap
 from llm_reasoning_proxy.sse_parser import SSEEvent, SSEParser
 
 from tests.support.capture import split, tap_records

@@ -251,7 +251,7 @@ def context() -> RepairContext:
 def test_the_offline_check_removes_what_an_earlier_exchange_issued_for_another_model() -> None:
     import json
 
-    from llm_reasoning_proxy.offline import check_flows
+    from llm_reasoning_proxy.offline.check import check_flows
     from mitmproxy import http
     from mitmproxy.test import tflow, tutils
 

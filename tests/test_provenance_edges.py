@@ -11,8 +11,8 @@ import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
-from llm_reasoning_proxy.capture import remember_issuer
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
+from llm_reasoning_proxy.hooks.capture import remember_issuer
 from llm_reasoning_proxy.provenance import Origin, foreign_lookup, record_origins, value_digest
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.scope import request_scope

@@ -198,7 +198,7 @@ def test_every_secret_header_is_a_credential_in_any_case(name):
 
 
 def test_offline_diff_masks_values_under_secret_named_keys() -> None:
-    from llm_reasoning_proxy.offline import request_diff
+    from llm_reasoning_proxy.offline.check import request_diff
 
     call = {"functionCall": {"name": "deploy", "args": {"region": "eu", "api_key": "PLANTED123"}}}
     before = {"contents": [{"role": "model", "parts": [call]}]}
@@ -336,7 +336,7 @@ def test_a_line_in_mitmdumps_output_is_masked_then_bounded(caplog: pytest.LogCap
 
 
 def test_a_flow_comment_is_masked_then_bounded() -> None:
-    from llm_reasoning_proxy.annotate import add_comment
+    from llm_reasoning_proxy.hooks.annotate import add_comment
     from llm_reasoning_proxy.limits import MAX_OUTPUT_LINE_CHARS
     from mitmproxy.test import tflow
 
@@ -346,7 +346,7 @@ def test_a_flow_comment_is_masked_then_bounded() -> None:
 
 
 def test_offline_diff_of_a_body_orjson_refuses_is_pretty_printed_too() -> None:
-    from llm_reasoning_proxy.offline import request_diff
+    from llm_reasoning_proxy.offline.check import request_diff
 
     before = {"messages": [{"role": "user", "content": "\ud800"}]}
     after = {"messages": [{"role": "user", "content": "\ud800", "reasoning_opaque": "sig"}]}

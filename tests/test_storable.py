@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from llm_reasoning_proxy.formats import by_name
+from llm_reasoning_proxy.hooks.response_tap import read_recorded
 from llm_reasoning_proxy.limits import MAX_VALUE_BYTES
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.response_tap import read_recorded
 from llm_reasoning_proxy.storable import storable
 
 from tests.support.planted import every_shape

@@ -223,7 +223,7 @@ class WireFormat(Protocol):
         the body's top-level list, and a note for a person)."""
         ...
 
-    # What the fixture export replaces by placeholders (addon/fixtures/placeholders.py), found by where it sits.
+    # What the fixture export replaces by placeholders (addon/offline/fixtures/placeholders.py), found by where it sits.
     # Keys whose string values are opaque reasoning state.
     opaque_keys: frozenset[str]
     # Keys whose lists hold opaque strings.

@@ -24,16 +24,7 @@ from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
-from .base import (
-    CacheView,
-    CallHit,
-    RepairContext,
-    Routed,
-    body_model,
-    call_lookup_keys,
-    event_documents,
-    item_at,
-)
+from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents, item_at
 from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,

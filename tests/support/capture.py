@@ -6,8 +6,8 @@ import itertools
 import re
 
 from llm_reasoning_proxy.formats import WireFormat
+from llm_reasoning_proxy.hooks.response_tap import ResponseTap, TapResult
 from llm_reasoning_proxy.records import ReasoningRecord
-from llm_reasoning_proxy.response_tap import ResponseTap, TapResult
 
 
 def split(raw: bytes, cuts: list[int]) -> list[bytes]:

@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.events import Event, EventLog, Failure, Skipped
 from llm_reasoning_proxy.formats.chat_fields import MESSAGE_FIELDS, is_missing
+from llm_reasoning_proxy.hooks.response_tap import ResponseTap
 from llm_reasoning_proxy.records import split_call_id
-from llm_reasoning_proxy.response_tap import ResponseTap
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 

@@ -3,7 +3,7 @@
 An OpenCode-style agent (tests/support/agent.py: read, then write, then a final
 answer, dropping `reasoning_content` as OpenCode did with DeepSeek V4) talks to
 the fake DeepSeek through a real `mitmdump -s addon/main.py -w`, and the flow
-file is exported with `python -m llm_reasoning_proxy.cli export`, as a user would.
+file is exported with `python -m llm_reasoning_proxy.offline.cli export`, as a user would.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llm_reasoning_proxy.fixtures import read_fixture_dir, write_fixture_dir
+from llm_reasoning_proxy.offline.fixtures import read_fixture_dir, write_fixture_dir
 
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
@@ -35,7 +35,7 @@ def record(out_dir: Path) -> None:
         if session.statuses != [200, 200, 200]:
             raise SystemExit(f"the sample conversation did not complete: {session.statuses}")
         subprocess.run(
-            [sys.executable, "-m", "llm_reasoning_proxy.cli", "export", str(capture), str(out_dir), "--force"],
+            [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", "export", str(capture), str(out_dir), "--force"],
             cwd=ROOT,
             check=True,
         )

@@ -17,26 +17,26 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import dialects, formats, jsoncodec
+from .. import dialects, formats, jsoncodec
+from ..cache import StoreUnavailable
+from ..decoding import message_body, message_prefix
+from ..diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
+from ..dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
+from ..dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
+from ..dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
+from ..events import Diagnosed
+from ..formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
+from ..formats.base import call_lookup_keys, usable_keys
+from ..formats.chat_completions import block_to_message
+from ..formats.responses import item_index
+from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..plans import INSERTING, RepairPlan
+from ..provenance import Origin, foreign_lookup
+from ..records import RepairAction, Violation, display_call_id, summarize_actions
+from ..redact import masked_logger, redact_url
 from .annotate import add_comment, flow_meta
-from .cache import StoreUnavailable
-from .decoding import message_body, message_prefix
-from .diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
-from .dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
-from .dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
-from .dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
-from .events import Diagnosed
 from .failopen import fail_open
-from .formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
-from .formats.base import call_lookup_keys, usable_keys
-from .formats.chat_completions import block_to_message
-from .formats.responses import item_index
-from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
-from .plans import INSERTING, RepairPlan
-from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
-from .records import RepairAction, Violation, display_call_id, summarize_actions
-from .redact import masked_logger, redact_url
 
 logger = masked_logger(__name__)
 

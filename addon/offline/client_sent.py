@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from mitmproxy import http
 
-from . import decoding
-from .annotate import flow_meta
-from .limits import MAX_DECODED_BYTES
+from .. import decoding
+from ..hooks.annotate import flow_meta
+from ..limits import MAX_DECODED_BYTES
 
 
 def _kept_copy(flow: http.HTTPFlow) -> bytes | None:

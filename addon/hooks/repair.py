@@ -6,22 +6,22 @@ from typing import Any
 
 from mitmproxy import http
 
-from . import compat, formats, jsoncodec, repair_log
+from .. import compat, formats, jsoncodec, repair_log
+from ..cache import ReasoningStore, StoreUnavailable
+from ..decoding import Undecodable, message_body
+from ..events import Repaired, loggable_actions
+from ..formats import CacheView, RepairContext, WireFormat
+from ..formats.base import usable_keys
+from ..limits import MAX_DECODED_BYTES, bounded_name
+from ..plans import INSERTING as INSERTING  # offline.py takes it from here
+from ..plans import RepairPlan
+from ..provenance import Origin, foreign_lookup
+from ..records import RepairAction, display_call_id, summarize_actions
+from ..redact import masked_logger, redact_url
+from ..scope import Scope, caller_identity, scope_of
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
-from .cache import ReasoningStore, StoreUnavailable
-from .decoding import Undecodable, message_body
-from .events import Repaired, loggable_actions
 from .failopen import fail_open
-from .formats import CacheView, RepairContext, WireFormat
-from .formats.base import usable_keys
-from .limits import MAX_DECODED_BYTES, bounded_name
-from .plans import INSERTING as INSERTING  # offline.py takes it from here
-from .plans import RepairPlan
-from .provenance import Origin, foreign_lookup
 from .proxy_config import ProxyConfig
-from .records import RepairAction, display_call_id, summarize_actions
-from .redact import masked_logger, redact_url
-from .scope import Scope, caller_identity, scope_of
 
 logger = masked_logger(__name__)
 

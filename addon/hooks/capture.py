@@ -8,19 +8,19 @@ from contextlib import AbstractContextManager
 
 from mitmproxy import http
 
-from . import formats
+from .. import formats
+from ..cache import ReasoningStore, StoreUnavailable
+from ..events import Captured, summarize_record
+from ..formats import WireFormat
+from ..provenance import Origin, issued_values, record_origins
+from ..records import ReasoningRecord, display_call_id
+from ..redact import masked_logger, redact_url
+from ..sse_parser import is_event_stream
+from ..storable import storable
 from .annotate import add_comment, flow_meta, report_skip
-from .cache import ReasoningStore, StoreUnavailable
-from .events import Captured, summarize_record
 from .failopen import fail_open
-from .formats import WireFormat
-from .provenance import Origin, issued_values, record_origins
 from .proxy_config import ProxyConfig
-from .records import ReasoningRecord, display_call_id
-from .redact import masked_logger, redact_url
 from .response_tap import ResponseTap, TapResult
-from .sse_parser import is_event_stream
-from .storable import storable
 
 logger = masked_logger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .events import EventLog, Failure
-from .redact import masked_logger, redact_text
+from ..events import EventLog, Failure
+from ..redact import masked_logger, redact_text
 
 logger = masked_logger(__name__)
 

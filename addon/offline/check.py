@@ -16,21 +16,21 @@ from dataclasses import dataclass, field
 
 from mitmproxy import http
 
-from . import jsoncodec
-from .cache import CacheLimits, MemoryStore
-from .capture import remember_issuer
+from .. import jsoncodec
+from ..cache import CacheLimits, MemoryStore
+from ..decoding import Undecodable, message_body, message_prefix
+from ..diagnosis import Diagnosis, classify
+from ..formats import RepairContext, WireFormat
+from ..hooks.capture import remember_issuer
+from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
+from ..hooks.response_tap import read_recorded
+from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..provenance import Origin
+from ..records import ReasoningRecord, RepairAction, Violation, display_call_id
+from ..redact import redact_json, redact_text, redact_url
+from ..scope import caller_identity, scope_of
+from ..sse_parser import is_event_stream
 from .client_sent import client_sent_body
-from .decoding import Undecodable, message_body, message_prefix
-from .diagnosis import Diagnosis, classify
-from .formats import RepairContext, WireFormat
-from .limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
-from .provenance import Origin
-from .records import ReasoningRecord, RepairAction, Violation, display_call_id
-from .redact import redact_json, redact_text, redact_url
-from .repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
-from .response_tap import read_recorded
-from .scope import caller_identity, scope_of
-from .sse_parser import is_event_stream
 
 
 @dataclass

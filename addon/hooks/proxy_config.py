@@ -9,13 +9,13 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
 
-from . import __version__, compat
-from .cache import CacheLimits, ReasoningStore, StoreError, open_store
-from .events import EventLog, Started
-from .plans import RepairPlan
-from .redact import masked_logger
-from .settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
-from .startup import refuse
+from .. import __version__, compat
+from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
+from ..events import EventLog, Started
+from ..plans import RepairPlan
+from ..redact import masked_logger
+from ..settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
+from ..startup import refuse
 
 logger = masked_logger(__name__)
 _PLANS_KEPT = 1024

@@ -20,8 +20,8 @@ from pathlib import Path
 from mitmproxy import http, io
 from mitmproxy.exceptions import FlowReadException
 
+from .check import check_flows, render
 from .fixtures import Expectation, build_fixtures, fixture_to_flow, read_fixture_dir, write_fixture_dir
-from .offline import check_flows, render
 
 
 class UnreadableInput(Exception):

@@ -6,9 +6,9 @@ from typing import Any
 
 from mitmproxy import http
 
-from .events import EventLog, Skipped
-from .limits import MAX_OUTPUT_LINE_CHARS, cut_text
-from .redact import masked_logger, redact_text, redact_url
+from ..events import EventLog, Skipped
+from ..limits import MAX_OUTPUT_LINE_CHARS, cut_text
+from ..redact import masked_logger, redact_text, redact_url
 
 logger = masked_logger(__name__)
 

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
-from . import jsoncodec
-from .decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
-from .formats import ResponseReader
-from .limits import MAX_DECODED_BYTES
-from .records import ReasoningRecord
-from .sse_parser import SSEParser, looks_like_event_stream
+from .. import jsoncodec
+from ..decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
+from ..formats import ResponseReader
+from ..limits import MAX_DECODED_BYTES
+from ..records import ReasoningRecord
+from ..sse_parser import SSEParser, looks_like_event_stream
 
 # Stream chunks are read in batches of this many chunks or bytes, whichever comes first.
 BACKLOG_CHUNKS = 256
