@@ -19,11 +19,11 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import QUESTION, TOOLS, client
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.planted import ACCOUNT, ORG_ACCOUNT, copilot_token, planted
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import QUESTION, TOOLS, client
 
 pytestmark = pytest.mark.e2e
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.e2e_helpers import client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import client, first_turn, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
 

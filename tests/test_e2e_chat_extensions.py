@@ -9,9 +9,9 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, logged_events, second_turn
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import TOOLS, client, first_turn, history_as_sent, logged_events, second_turn
 
 pytestmark = pytest.mark.e2e
 ANSWER = "The directory holds two files."

@@ -9,11 +9,11 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import QUESTION as CHAT_QUESTION
-from tests.e2e_helpers import client, first_turn, history_as_sent, logged_events, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.turns import QUESTION as CHAT_QUESTION
+from tests.support.turns import client, first_turn, history_as_sent, logged_events, second_turn
 from tests.test_e2e_anthropic import TOOLS as ANTHROPIC_TOOLS
 from tests.test_e2e_gemini import QUESTION, GeminiClient, dropped, results_for, route
 

@@ -35,10 +35,10 @@ import zstandard
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
-from tests.e2e_helpers import QUESTION, TOOLS, client, history_as_sent, second_turn
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure
+from tests.support.turns import QUESTION, TOOLS, client, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
 

@@ -33,13 +33,13 @@ import httpx
 import pytest
 from mitmproxy import io
 
-from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support import hostile_answers
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.hostile_upstream import Answer, HostileUpstream
 from tests.support.planted import every_shape
 from tests.support.proxy import MitmdumpProcess, plain_streaming, reverse_proxy, start_failure
+from tests.support.turns import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,11 +16,11 @@ import pytest
 from llm_reasoning_proxy import __version__, compat
 from mitmproxy import http, io
 
-from tests.e2e_helpers import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
 from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy, scripts_env
+from tests.support.turns import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
 GEMINI = "gemini-3-pro-preview"

@@ -12,11 +12,11 @@ import openai
 import pytest
 from llm_reasoning_proxy.cache import redis_store
 
-from tests.e2e_helpers import TOOLS, client, first_turn, history_as_sent, second_turn
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.redis_server import RedisServer
+from tests.support.turns import TOOLS, client, first_turn, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
 

@@ -10,10 +10,10 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import client
 from tests.support.fake_provider import FakeProvider
 from tests.support.fake_responses import FINAL_ANSWER
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import client
 
 pytestmark = pytest.mark.e2e
 MODEL = "gpt-5"

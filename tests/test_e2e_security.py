@@ -35,10 +35,10 @@ import httpx
 import openai
 import pytest
 
-from tests.e2e_helpers import QUESTION, TOOLS, first_turn, history_as_sent
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import QUESTION, TOOLS, first_turn, history_as_sent
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parent.parent

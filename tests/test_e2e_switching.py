@@ -21,11 +21,11 @@ import pytest
 from tests import test_e2e_anthropic as anthropic
 from tests import test_e2e_gemini as gemini
 from tests import test_e2e_responses as responses
-from tests.e2e_helpers import client
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import ACCOUNT
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.turns import client
 from tests.test_e2e_accounts import CopilotAccount
 
 pytestmark = pytest.mark.e2e

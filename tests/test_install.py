@@ -16,9 +16,9 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.e2e_helpers import client, first_turn, history_as_sent, second_turn
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.turns import client, first_turn, history_as_sent, second_turn
 
 pytestmark = [pytest.mark.install, pytest.mark.e2e]
 MODEL = "gemini-3-pro-preview"

@@ -1,4 +1,5 @@
-"""What the end-to-end tests share: a client, tool definitions, and histories as editors send them."""
+"""What the end-to-end tests and scripts/demo drive: an openai SDK client, tool definitions, and turns and histories
+as editors send them."""
 
 from __future__ import annotations
 
