@@ -13,14 +13,14 @@ __version__ = "0.1.0"
 
 from .hooks.capture import ResponseCapture
 from .hooks.explain import ErrorExplainer
-from .hooks.proxy_config import ProxyConfig
 from .hooks.repair import RequestRepair
+from .hooks.runtime import Runtime
 
 
 def make_addons() -> list[object]:
     """The addon objects in hook order; they share one configuration."""
-    config = ProxyConfig()
+    config = Runtime()
     return [config, RequestRepair(config), ResponseCapture(config), ErrorExplainer(config)]
 
 
-__all__ = ["ErrorExplainer", "ProxyConfig", "RequestRepair", "ResponseCapture", "make_addons"]
+__all__ = ["ErrorExplainer", "Runtime", "RequestRepair", "ResponseCapture", "make_addons"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.hooks.proxy_config import ProxyConfig
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap
+from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http, io
@@ -35,7 +35,7 @@ TURN_TWO = {
 
 
 @pytest.fixture
-def addons(tmp_path: Path) -> Iterator[tuple[ProxyConfig, object, object, Path]]:
+def addons(tmp_path: Path) -> Iterator[tuple[Runtime, object, object, Path]]:
     config, repair, capture, _explain = make_addons()
     log = tmp_path / "events.jsonl"
     with addon_context(config, repair, capture) as tctx:
@@ -50,7 +50,7 @@ def chat_flow(doc: object, path: str = "/v1/chat/completions", headers: dict | N
     return tflow.tflow(req=request)
 
 
-def store_turn(config: ProxyConfig, flow: http.HTTPFlow) -> None:
+def store_turn(config: Runtime, flow: http.HTTPFlow) -> None:
     record = ReasoningRecord(
         wire_format="chat_completions",
         fields={"reasoning_opaque": "OPAQUE"},

@@ -19,8 +19,8 @@ from ..sse_parser import is_event_stream
 from ..storable import storable
 from .annotate import add_comment, flow_meta, report_skip
 from .failopen import fail_open
-from .proxy_config import ProxyConfig
 from .response_tap import ResponseTap, TapResult
+from .runtime import Runtime
 
 logger = masked_logger(__name__)
 
@@ -34,17 +34,17 @@ def remember_issuer(store: ReasoningStore, origin: Origin, record: ReasoningReco
 
 
 class ResponseCapture:
-    def __init__(self, config: ProxyConfig) -> None:
-        self.config = config
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         meta = flow_meta(flow)
-        if meta is None or flow.response is None or not self.config.ready:
+        if meta is None or flow.response is None or not self.runtime.ready:
             return
-        with fail_open(flow.id, "response capture", self.config.events):
+        with fail_open(flow.id, "response capture", self.runtime.events):
             if callable(flow.response.stream):
                 reason = "another addon already streams this response; reasoning not captured"
-                report_skip(flow, reason, self.config.events)
+                report_skip(flow, reason, self.runtime.events)
                 return
             response = flow.response
             if response.status_code >= 400:
@@ -54,11 +54,11 @@ class ResponseCapture:
                 sse=is_event_stream(response.headers),
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
-                keep_body=self.config.reattach_streamed_bodies(),
+                keep_body=self.runtime.reattach_streamed_bodies(),
                 on_finish=functools.partial(self._commit, flow),
                 guard=functools.partial(self._failing_open, flow),
                 # What is stored on a flow after its response hook never reaches a flow file or a UI.
-                defer=not self.config.keep_bodies(),
+                defer=not self.runtime.keep_bodies(),
             )
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -79,17 +79,17 @@ class ResponseCapture:
                 flow.response.raw_content = body
 
     def _failing_open(self, flow: http.HTTPFlow) -> AbstractContextManager[None]:
-        return fail_open(flow.id, "response capture", self.config.events)
+        return fail_open(flow.id, "response capture", self.runtime.events)
 
     def _commit(self, flow: http.HTTPFlow, result: TapResult) -> None:
         """Stores the reasoning the tap read of an answer, and says what became of it."""
         meta = flow_meta(flow)
-        store, settings = self.config.store, self.config.settings
+        store, settings = self.runtime.store, self.runtime.settings
         if meta is None or store is None or settings is None:
             return
         url = redact_url(flow.request.url)
         if result.problem:
-            report_skip(flow, result.problem, self.config.events)
+            report_skip(flow, result.problem, self.runtime.events)
         if not result.read:
             return
         wire_format = formats.by_name(meta["format"])
@@ -97,7 +97,7 @@ class ResponseCapture:
         unavailable = None
         over = result.over
         if over is not None:
-            report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.config.events)
+            report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.runtime.events)
         for record in result.records:
             record = record.model_copy(update={"request_model": meta.get("request_model"), "captured_at": time.time()})
             keys = record.keys()
@@ -112,7 +112,7 @@ class ResponseCapture:
             elif keys:
                 kept, note = storable(record, wire_format)
                 if kept is None:
-                    report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.config.events)
+                    report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.runtime.events)
                 elif unavailable is None:
                     try:
                         store.put(meta["scope"], keys, kept)
@@ -120,7 +120,7 @@ class ResponseCapture:
                     except StoreUnavailable as e:
                         unavailable = str(e)
             fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
-            self.config.events.write(
+            self.runtime.events.write(
                 Captured(
                     flow_id=flow.id,
                     host=meta["host"],
@@ -152,14 +152,14 @@ class ResponseCapture:
             # Such events reach the client as they came, but whatever reasoning they carried is lost:
             # without this line the log would not say why nothing (or less) was captured.
             reason = f"{result.unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
-            report_skip(flow, reason, self.config.events)
+            report_skip(flow, reason, self.runtime.events)
         if not result.complete and not captured:
             # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
             error = flow.error.msg if flow.error is not None else "connection closed"
-            report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.config.events)
+            report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.runtime.events)
         if unavailable is not None:
             reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
-            report_skip(flow, reason, self.config.events)
+            report_skip(flow, reason, self.runtime.events)
         if captured:
             meta["captured"] = captured
             fields = sorted({name for entry in captured for name in entry["fields"]})

@@ -36,7 +36,7 @@ from ..records import RepairAction, Violation, display_call_id, summarize_action
 from ..redact import masked_logger, redact_url
 from .annotate import add_comment, flow_meta
 from .failopen import fail_open
-from .proxy_config import ProxyConfig
+from .runtime import Runtime
 
 logger = masked_logger(__name__)
 
@@ -199,22 +199,22 @@ def pick_finding(findings: list[Violation], diagnosis: Diagnosis) -> Violation |
 
 
 class ErrorExplainer:
-    def __init__(self, config: ProxyConfig) -> None:
-        self.config = config
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
 
     def response(self, flow: http.HTTPFlow) -> None:
         meta = flow_meta(flow)
-        if meta is None or flow.response is None or not self.config.ready:
+        if meta is None or flow.response is None or not self.runtime.ready:
             return
         if flow.response.status_code < 400:
-            self.config.recall_plan(flow.id)  # only an error answer is explained with it: forget it
+            self.runtime.recall_plan(flow.id)  # only an error answer is explained with it: forget it
             return
-        with fail_open(flow.id, "error diagnosis", self.config.events):
+        with fail_open(flow.id, "error diagnosis", self.runtime.events):
             self._explain(flow, meta)
 
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
-        assert flow.response is not None and self.config.settings is not None
-        settings = self.config.settings
+        assert flow.response is not None and self.runtime.settings is not None
+        settings = self.runtime.settings
         # Error texts are a few KB: the start of the answer is all that is read of it.
         diagnosis = classify(flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         wire_format = formats.by_name(meta["format"])
@@ -231,7 +231,7 @@ class ErrorExplainer:
         # What the problem is: the rule's kind, or, for a text that names no cause, the kind of what was found.
         kind = RULES[finding.rule][0] if finding is not None and finding.rule in RULES else diagnosis.kind
         calls = wire_format.calls_at(doc, index)
-        plan = self.config.recall_plan(flow.id)
+        plan = self.runtime.recall_plan(flow.id)
         applied = meta.get("repaired") is True
         here = [a for a in plan.actions if index is None or a.index == index] if plan is not None else []
         sites = [a for a in here if a.kind in INSERTING] if applied else []
@@ -281,7 +281,7 @@ class ErrorExplainer:
             "healed": healed,
             "findings": as_sent + mended_text,
         }
-        self.config.events.write(
+        self.runtime.events.write(
             Diagnosed(
                 flow_id=flow.id,
                 host=meta["host"],
@@ -339,13 +339,13 @@ class ErrorExplainer:
         """What the proxy knows of a refused value at the place the error names: that it saw it issued for another
         model, host or account (removal off, or the value had to stay), and what to do. `doc` is this explanation's
         own parse of the request, which is done with it: the removal may change it."""
-        store = self.config.store
+        store = self.runtime.store
         if store is None or doc is None or index is None:
             return None
         kept = [note for at, note in (plan.foreign_kept if plan is not None else []) if at == index]
         if kept:
             return kept[0]
-        if self.config.settings is None or self.config.settings.remove_foreign:
+        if self.runtime.settings is None or self.runtime.settings.remove_foreign:
             return None
         try:
             removable, _ = formats.by_name(meta["format"]).remove_foreign(doc, foreign_lookup(store, Origin.of(meta)))
@@ -362,7 +362,7 @@ class ErrorExplainer:
     def _cache_had(
         self, meta: dict[str, Any], calls: list[tuple[str | None, str | None, Any]], diagnosis: Diagnosis
     ) -> bool | None:
-        store = self.config.store
+        store = self.runtime.store
         model = meta.get("request_model")
         if store is None or not (calls or diagnosis.item_ids):
             return None
@@ -376,7 +376,7 @@ class ErrorExplainer:
 
     def _heal(self, meta: dict[str, Any], diagnosis: Diagnosis, plan: RepairPlan, sites: list[RepairAction]) -> int:
         """Drops the cache entries whose values the provider refused in this request; how many went."""
-        store = self.config.store
+        store = self.runtime.store
         entries = plan.cache_entries()
         if store is None or not entries:
             return 0

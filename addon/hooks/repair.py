@@ -21,7 +21,7 @@ from ..redact import masked_logger, redact_url
 from ..scope import Scope, caller_identity, scope_of
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .failopen import fail_open
-from .proxy_config import ProxyConfig
+from .runtime import Runtime
 
 logger = masked_logger(__name__)
 
@@ -115,14 +115,14 @@ class RequestRepair:
     _logged: repair_log.RepairMemory | None = None
     _logged_to: object = None
 
-    def __init__(self, config: ProxyConfig) -> None:
-        self.config = config
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
         self._rotating_noted: set[tuple[str, str]] = set()
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if flow.request.method != "POST" or flow.response is not None or not self.config.ready:
+        if flow.request.method != "POST" or flow.response is not None or not self.runtime.ready:
             return
-        with fail_open(flow.id, "request repair", self.config.events):
+        with fail_open(flow.id, "request repair", self.runtime.events):
             self._request(flow)
 
     def _note_rotating(self, host: str, kind: str) -> None:
@@ -142,12 +142,12 @@ class RequestRepair:
         try:
             claimed = claim_request(request)
         except UnreadableBody as e:
-            report_skip(flow, f"{e}; forwarded untouched", self.config.events)
+            report_skip(flow, f"{e}; forwarded untouched", self.runtime.events)
             return
         if claimed is None:
             return
         wire_format, body = claimed
-        settings = self.config.settings
+        settings = self.runtime.settings
         assert settings is not None
         identity = caller_identity(request, settings.credential_headers)
         scope = scope_of(request, identity)
@@ -170,9 +170,9 @@ class RequestRepair:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
             meta["request_model"] = request_model(wire_format, request.path, body, None)
-            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.config.events)
+            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.runtime.events)
             return
-        store = self.config.store
+        store = self.runtime.store
         assert store is not None
         model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
         try:
@@ -191,24 +191,24 @@ class RequestRepair:
                 named_account=identity.derived,
             )
         except StoreUnavailable as e:
-            report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.config.events)
+            report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.runtime.events)
             return
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
-            report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.config.events)
+            report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.runtime.events)
         for _, note in plan.foreign_kept:
-            report_skip(flow, note, self.config.events)
+            report_skip(flow, note, self.runtime.events)
         actions = plan.actions
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
-                self.config.remember_plan(flow.id, plan)
+                self.runtime.remember_plan(flow.id, plan)
             return
-        keep = self.config.keep_bodies()
+        keep = self.runtime.keep_bodies()
         if settings.repair:
             try:
                 repaired = jsoncodec.dumps_request(doc)
             except jsoncodec.NotWritable as e:
-                report_skip(flow, f"request body {e}; forwarded unrepaired", self.config.events)
+                report_skip(flow, f"request body {e}; forwarded unrepaired", self.runtime.events)
                 return
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
@@ -216,12 +216,12 @@ class RequestRepair:
             flow.marked = REPAIR_MARKER
             add_comment(flow, "llm repaired: " + summarize_actions(actions))
         # Repair off too: an error answer is then explained with what the proxy would have done.
-        self.config.remember_plan(flow.id, plan)
+        self.runtime.remember_plan(flow.id, plan)
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
         logged = self._sort_for_log(str(scope), settings.repair, actions)
-        self.config.events.write(
+        self.runtime.events.write(
             Repaired(
                 flow_id=flow.id,
                 host=scope.host,
@@ -240,6 +240,6 @@ class RequestRepair:
 
     def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> repair_log.SortedRepairs:
         """The repairs new to the event log, and the count of those it listed on earlier turns."""
-        if self._logged is None or self._logged_to is not self.config.events:  # a log opened afresh lists anew
-            self._logged, self._logged_to = repair_log.RepairMemory(), self.config.events
+        if self._logged is None or self._logged_to is not self.runtime.events:  # a log opened afresh lists anew
+            self._logged, self._logged_to = repair_log.RepairMemory(), self.runtime.events
         return self._logged.sort(scope, applied, actions)

@@ -1,4 +1,5 @@
-"""The addon that owns the llm_* options and what they open: the cache and the log."""
+"""The addons' shared runtime, itself the addon that owns the llm_* options: the settings, and what they open (the
+cache, the event log), and the repair plans that wait for their answers."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def unknown_llm_options(names: Iterable[str]) -> list[str]:
     return sorted(n for n in names if n.startswith("llm_") and n not in OPTION_NAMES)
 
 
-class ProxyConfig:
+class Runtime:
     def __init__(self) -> None:
         # Plain attributes, not raising properties: mitmproxy getattr()s every
         # attribute of an addon while collecting its commands.
