@@ -34,19 +34,11 @@ import openai  # noqa: E402
 
 from tests.support.agent import add_chunk  # noqa: E402
 from tests.support.fake_provider import fake_provider_process  # noqa: E402
+
+# The fake answers as GitHub Copilot serving Gemini 3 (reasoning_opaque on tool calls), to one `read` tool.
+from tests.support.load import MODEL, TOOLS  # noqa: E402
 from tests.support.proxy import ADDON_MAIN, WAIT_SECONDS, MitmdumpProcess  # noqa: E402
 
-MODEL = "gemini-3-pro-preview"  # the fake answers as GitHub Copilot serving Gemini 3: reasoning_opaque on tool calls
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read",
-            "description": "Read a file.",
-            "parameters": {"type": "object", "properties": {"filePath": {"type": "string"}}, "required": ["filePath"]},
-        },
-    }
-]
 TOOL_RESULT = "def f(): pass\n" * 40
 REPORTED_TURNS = (10, 50, 100, 200)
 
