@@ -21,6 +21,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "bedrock",
 )
 
 

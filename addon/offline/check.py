@@ -20,6 +20,7 @@ from .. import jsoncodec
 from ..cache import CacheLimits, MemoryStore
 from ..decoding import Undecodable, message_body, message_prefix
 from ..diagnosis import Diagnosis, classify
+from ..event_stream import is_aws_event_stream
 from ..formats import RepairContext, WireFormat
 from ..hooks.capture import remember_issuer
 from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
@@ -91,7 +92,8 @@ def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecor
     body = message_body(response, MAX_DECODED_BYTES)
     if not body:
         return []
-    read_recorded(wire_format_reader, body, sse=is_event_stream(response.headers))
+    headers = response.headers
+    read_recorded(wire_format_reader, body, sse=is_event_stream(headers), aws_frames=is_aws_event_stream(headers))
     return wire_format_reader.records(complete=True)
 
 
