@@ -14,10 +14,9 @@ from __future__ import annotations
 from mitmproxy import http
 
 SIGV4 = "AWS SigV4"
-# What a client can do about it, said wherever a signed request is left unrepaired.
-SIGNED_REMEDY = (
-    "a Bedrock API key (Authorization: Bearer …) signs no body, and the proxy repairs requests made with one"
-)
+# What a client can do about it, said wherever a signed request is left unrepaired (in words the redactor, which masks
+# every "Authorization: Bearer …", leaves alone).
+SIGNED_REMEDY = "a Bedrock API key (a bearer token, which signs no body) lets the proxy repair such requests"
 
 
 def body_signer(request: http.Request) -> str | None:

@@ -71,6 +71,7 @@ class BedrockDialect:
 
     def __init__(self) -> None:
         self.claude = AnthropicDialect()  # the models behind it: their rules, and what they issued
+        self.secrets = dict(SECRETS)  # a test adds access keys of its own
 
     def matches(self, path: str) -> bool:
         return ROUTE.match(path.split("?", 1)[0]) is not None
@@ -80,7 +81,7 @@ class BedrockDialect:
         assert route is not None
         authorization = recorded.headers.get("authorization", "")
         if authorization.startswith(sigv4.ALGORITHM):
-            if not sigv4.verify("POST", recorded.path, recorded.headers, recorded.body, SECRETS):
+            if not sigv4.verify("POST", recorded.path, recorded.headers, recorded.body, self.secrets):
                 return bedrock_error(403, SIGNATURE_MISMATCH, "InvalidSignatureException")
         elif not authorization.startswith("Bearer "):
             return bedrock_error(403, "Missing Authentication Token", "MissingAuthenticationTokenException")
