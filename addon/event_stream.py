@@ -32,11 +32,14 @@ from .sse_parser import SSEEvent
 MEDIA_TYPE = "application/vnd.amazon.eventstream"
 _PRELUDE = struct.Struct(">II")
 _CRC = struct.Struct(">I")
+_PRELUDE_WITH_CRC = struct.Struct(">III")
 PRELUDE_BYTES = 12  # both lengths and the prelude's CRC
 CRC_BYTES = 4
 MAX_HEADERS_BYTES = 128 * 1024
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_FRAME_BYTES = PRELUDE_BYTES + MAX_HEADERS_BYTES + MAX_PAYLOAD_BYTES + CRC_BYTES
+# Sets of headers a parser remembers having read: Bedrock's frames carry one set per event type.
+_KNOWN_HEADERS = 64
 
 HeaderValue = bool | int | bytes | str | uuid.UUID
 
@@ -130,25 +133,33 @@ def _check_prelude(total: int, headers_size: int) -> None:
         raise CorruptFrame(f"frame of {total} bytes ({headers_size} of headers) is over the event-stream limits")
 
 
-def read_frame(data: bytes | bytearray, at: int = 0) -> tuple[Frame, int] | None:
-    """The frame that starts at `at`, and where it ends; None when `data` does not hold all of it yet."""
-    if len(data) - at < PRELUDE_BYTES:
+def read_frame(
+    data: bytes | bytearray, at: int = 0, known: dict[bytes, dict[str, HeaderValue]] | None = None
+) -> tuple[Frame, int] | None:
+    """The frame that starts at `at`, and where it ends; None when `data` does not hold all of it yet. `known` holds
+    headers already read, by their bytes: a stream's frames repeat a few sets of headers (not to be changed)."""
+    size = len(data)
+    if size - at < PRELUDE_BYTES:
         return None
-    total, headers_size = _PRELUDE.unpack_from(data, at)
-    (prelude_crc,) = _CRC.unpack_from(data, at + 8)
+    total, headers_size, prelude_crc = _PRELUDE_WITH_CRC.unpack_from(data, at)
     # A view, released on return: the buffer it looks at (the parser's) grows again afterwards.
     with memoryview(data) as view:
         if zlib.crc32(view[at : at + 8]) != prelude_crc:
             raise CorruptFrame("prelude CRC does not match")
         _check_prelude(total, headers_size)
         end = at + total
-        if len(data) < end:
+        if size < end:
             return None
         (message_crc,) = _CRC.unpack_from(data, end - CRC_BYTES)
         if zlib.crc32(view[at : end - CRC_BYTES]) != message_crc:
             raise CorruptFrame("message CRC does not match")
         start = at + PRELUDE_BYTES
-        headers = parse_headers(bytes(view[start : start + headers_size]))
+        raw_headers = bytes(view[start : start + headers_size])
+        headers = known.get(raw_headers) if known is not None else None
+        if headers is None:
+            headers = parse_headers(raw_headers)
+            if known is not None and len(known) < _KNOWN_HEADERS:
+                known[raw_headers] = headers
         return Frame(headers, bytes(view[start + headers_size : end - CRC_BYTES])), end
 
 
@@ -157,6 +168,7 @@ class EventStreamParser:
 
     def __init__(self) -> None:
         self._pending = bytearray()
+        self._known: dict[bytes, dict[str, HeaderValue]] = {}
 
     @property
     def pending(self) -> int:
@@ -174,7 +186,7 @@ class EventStreamParser:
         frames = []
         at = 0
         # read_frame checks a frame's prelude as soon as it is there: one too big is refused before it is held.
-        while (found := read_frame(data, at)) is not None:
+        while (found := read_frame(data, at, self._known)) is not None:
             frame, at = found
             frames.append(frame)
         if data is not self._pending or at:  # an unfinished frame fed in small pieces is not copied each time
@@ -220,9 +232,11 @@ _BYTES_MARKER = b'"bytes"'
 def frame_event(frame: Frame) -> SSEEvent | None:
     """What one frame carries, as the event a wire format's reader takes: its payload under its event type, or for
     a `chunk` the model's own event inside it. None for an exception or error frame, and a chunk that is not one."""
-    if frame.message_type != "event":
+    headers = frame.headers
+    if headers.get(":message-type") != "event":
         return None
-    event_type = frame.event_type
+    event_type = headers.get(":event-type")
+    event_type = event_type if isinstance(event_type, str) else None
     if event_type != CHUNK_EVENT:
         return SSEEvent(frame.payload, event_type)
     if _BYTES_MARKER not in frame.payload:

@@ -45,9 +45,6 @@ TEXT_FIELD = "reasoning_text"  # their readable text, for the log only
 # The kinds of the answer's blocks, only kept when a reasoning block follows another kind of block (interleaved
 # thinking), so that the blocks can be put back where they were.
 LAYOUT_FIELD = "reasoning_layout"
-# A stream event can matter only if its data holds one of these, or is not a delta (starts, stops, the message's
-# stop): the text deltas, most of a stream, hold none of them unless their text does (then they are read and ignored).
-_DELTA_MARKERS = (b'"reasoningContent"', b'"toolUse"')
 _BLOCK_COST = 1024  # what an open block costs the answer's budget whatever it holds
 
 
@@ -133,10 +130,13 @@ class ConverseReader:
         self.budget = Budget()
 
     def skippable(self, data: bytes) -> bool:
-        return b'"delta"' in data and not any(marker in data for marker in _DELTA_MARKERS)
+        # An event can matter only if it is not a delta (starts, stops, the message's stop) or a delta of reasoning or
+        # of a tool use: the text deltas, most of a stream, are neither unless their text says so (then they are read
+        # and ignored).
+        return b'"delta"' in data and b'"reasoningContent"' not in data and b'"toolUse"' not in data
 
     def feed_event(self, event: SSEEvent) -> None:
-        if self.budget.over is not None or self.skippable(event.data):
+        if self.budget.over is not None:
             return
         docs = list(event_documents(event.data))
         self.unreadable += not docs
