@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import struct
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -215,3 +218,50 @@ def test_a_stream_cut_inside_a_frame_says_so() -> None:
     parser.feed(raw[:-10])
     result = tap(BedrockConverse(), raw[:-10])
     assert result.problem == f"the stream ended {parser.pending} bytes into a frame; that frame not read"
+
+
+def cpu_seconds(feed: Callable[[], object]) -> float:
+    """The fastest of three runs, in CPU time, with the cyclic garbage collector held off (tests/test_linear_time.py)."""
+    best = float("inf")
+    for _ in range(3):
+        gc.collect()
+        gc.disable()
+        try:
+            started = time.process_time()
+            feed()
+            best = min(best, time.process_time() - started)
+        finally:
+            gc.enable()
+    return best
+
+
+def many_frames(count: int) -> bytes:
+    delta = {"contentBlockIndex": 0, "delta": {"reasoningContent": {"text": "a thought "}}, "p": "abc"}
+    return b"".join([event_frame("contentBlockDelta", json.dumps(delta).encode())] * count)
+
+
+def one_frame_in_pieces(size: int) -> list[bytes]:
+    raw = event_frame("contentBlockDelta", b'{"delta":{"text":"' + b"x" * size + b'"}}')
+    return [raw[at : at + 512] for at in range(0, len(raw), 512)]
+
+
+@pytest.mark.parametrize("case", ["many small frames", "one frame in many pieces"])
+def test_ten_times_the_input_costs_about_ten_times_the_time(case: str) -> None:
+    """Linear in what it reads, as every reader is: a parser that copied what it holds on each piece would be
+    quadratic in a frame fed in small pieces."""
+
+    def run(scale: int) -> float:
+        if case == "many small frames":
+            raw = many_frames(2000 * scale)
+            pieces = [raw[at : at + 4096] for at in range(0, len(raw), 4096)]
+        else:
+            pieces = one_frame_in_pieces(200_000 * scale)
+
+        def feed() -> None:
+            parser = EventStreamParser()
+            assert [frame for piece in pieces for frame in parser.feed(piece)]
+
+        return cpu_seconds(feed)
+
+    small, large = run(1), run(10)
+    assert large < 30 * max(small, 0.002), f"{case}: {small:.4f}s, then {large:.4f}s for ten times as much"
