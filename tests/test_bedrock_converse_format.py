@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import formats
+from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.dialects.bedrock import bedrock_route
 from llm_reasoning_proxy.event_stream import event_frame
 from llm_reasoning_proxy.formats import CacheView, RepairContext
@@ -20,6 +21,7 @@ from tests.support.aws_frames import by_hand
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bedrock"
 FORMAT = BedrockConverse()
+FORMAT_REGISTERED = formats.by_name("bedrock_converse")
 MODEL = "us.anthropic.claude-3-7-sonnet-20250219-v1:0"
 PATH = "/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse"
 CONTEXT = RepairContext(path=PATH, model=MODEL)
@@ -262,3 +264,16 @@ def test_each_bedrock_route_goes_to_its_format() -> None:
     llama = b'{"messages": [{"role": "user", "content": "hi"}], "max_gen_len": 10}'
     assert formats.claim("POST", "/model/meta.llama3-70b-instruct-v1%3A0/invoke", llama) is None
     assert formats.claim("POST", "/model/x/converse/other", converse) is None
+
+
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*_request.json")), ids=lambda p: p.name)
+def test_every_recorded_request_is_converse_traffic_that_breaks_no_rule(path: Path) -> None:
+    body = path.read_bytes()
+    assert formats.claim("POST", PATH, body) is FORMAT_REGISTERED
+    assert FORMAT.check(json.loads(body), CONTEXT) == []
+
+
+def test_bedrocks_own_error_is_not_taken_for_a_reasoning_error() -> None:
+    body = (FIXTURES / "pydanticai_converse_invalid_model_0_response_400.json").read_bytes()
+    diagnosis = classify(400, body)
+    assert (diagnosis.rule, diagnosis.message) == ("unknown", "The provided model identifier is invalid.")
