@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from . import base
 from .base import ChatSignature, Dialect, Rule
 
 
@@ -21,6 +22,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "vertex_anthropic",
 )
 
 
@@ -53,11 +55,18 @@ def requires_reasoning_content(model: str) -> bool:
     return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
 
 
+def messages_thinking(model: str) -> base.MessagesThinking | None:
+    """How `model` treats thinking blocks on the Anthropic Messages format, where a dialect says it differs from
+    Anthropic."""
+    return next((rules for dialect in DIALECTS if (rules := dialect.messages_thinking(model)) is not None), None)
+
+
 __all__ = [
     "DIALECTS",
     "ChatSignature",
     "Dialect",
     "chat_signature",
+    "messages_thinking",
     "named",
     "requires_reasoning_content",
     "rules",
