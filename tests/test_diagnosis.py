@@ -1732,6 +1732,8 @@ def _check_rule_ids_run() -> set[str]:
             {"role": "tool", "tool_call_id": "c9", "content": "a"},
         ]
     }
+    answered = {"role": "assistant", "content": "Two files.", "reasoning_content": "From DeepSeek."}
+    with_reasoning_content = {"messages": [{"role": "user", "content": "u"}, answered]}  # to Mistral
     gemini = {
         "contents": [
             {"role": "user", "parts": [{"text": "u"}]},
@@ -1759,6 +1761,7 @@ def _check_rule_ids_run() -> set[str]:
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
+        | run("chat_completions", with_reasoning_content, "/v1/chat/completions", "magistral-medium-latest")
         | run("chat_completions", chat, "/chat/completions", "gemini-3-pro-preview", "api.githubcopilot.com")
         | run("chat_completions", chat, "/v1beta/openai/chat/completions", "gemini-3-pro-preview")
         | run("chat_completions", chat, "/api/v1/chat/completions", "google/gemini-3-pro-preview")

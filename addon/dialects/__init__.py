@@ -23,6 +23,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "copilot",
     "openrouter",
     "vertex_anthropic",
+    "mistral",
 )
 
 

@@ -146,6 +146,11 @@ class Dialect:
         """Whether `model` refuses an assistant tool-call message without `reasoning_content`, whoever serves it."""
         return False
 
+    def refused_message_fields(self, model: str) -> frozenset[str]:
+        """For a request it serves: the fields of an assistant message on chat completions it refuses the request for
+        (another provider's reasoning fields, where its schema is closed)."""
+        return frozenset()
+
     def messages_thinking(self, model: str) -> MessagesThinking | None:
         """How `model` treats thinking blocks on the Anthropic Messages format, whoever serves it (a gateway in front
         of the provider passes its rules on); None: as Anthropic does."""
