@@ -430,7 +430,8 @@ class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
     items_key = "messages"
-    text_fields = frozenset({"reasoning_text", "reasoning_content"})
+    # Readable text, logged as such (Mistral's thinking chunks as their JSON).
+    text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD})
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
     maskable_fields = frozenset({"reasoning_content"})

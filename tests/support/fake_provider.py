@@ -219,8 +219,11 @@ class FakeProvider(LoopbackServer):
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
         from .fake_chat import ChatDialect
+        from .fake_deepseek_anthropic import DeepSeekAnthropicFake
         from .fake_gemini import GeminiDialect
+        from .fake_mistral import MistralFake
         from .fake_responses import ResponsesDialect
+        from .fake_vertex_anthropic import VertexAnthropicFake
 
         super().__init__()
         self.requests: list[Recorded] = []
@@ -229,6 +232,13 @@ class FakeProvider(LoopbackServer):
         self.anthropic = AnthropicDialect()
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
+        # Before the Anthropic and chat fakes, whose routes end the same way.
+        self.mistral = MistralFake()
+        self.dialects.insert(0, self.mistral)
+        self.deepseek_anthropic = DeepSeekAnthropicFake()
+        self.dialects.insert(0, self.deepseek_anthropic)
+        self.vertex_anthropic = VertexAnthropicFake()
+        self.dialects.insert(0, self.vertex_anthropic)
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
 
