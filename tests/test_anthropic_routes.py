@@ -206,3 +206,21 @@ def test_other_vertex_routes_are_not_anthropic_messages(path: str) -> None:
     body = b'{"anthropic_version":"vertex-2023-10-16","messages":[],"contents":[]}'
     claimed = claim("POST", path, body)
     assert claimed is None or claimed.name != FORMAT.name
+
+
+def test_foreign_thinking_deepseek_still_needs_stays_where_every_turn_must_keep_its_own() -> None:
+    """Every tool turn must carry a thinking block to DeepSeek: one another model signed stays (a `skipped` note says
+    why); one on a text turn may go."""
+    claude_block = {"type": "thinking", "thinking": "Claude's.", "signature": "EqQBCkYIBxgC"}
+    doc = two_tool_turns()
+    doc["messages"][1]["content"].insert(0, claude_block)
+    doc["messages"].append({"role": "assistant", "content": [dict(claude_block), {"type": "text", "text": "Done."}]})
+    actions, kept = FORMAT.remove_foreign(doc, lambda values: {v: "was issued for claude-sonnet-4-5" for v in values})
+    assert [(a.location, a.fields) for a in actions] == [("messages[5].content[0]", ["thinking"])]
+    assert kept == [
+        (
+            1,
+            "thinking block at messages[1].content[0] was issued for claude-sonnet-4-5; left in place: DeepSeek's "
+            "Anthropic-compatible API wants every tool turn's thinking back (go on with the model that issued it)",
+        )
+    ]

@@ -369,20 +369,24 @@ def last_assistant(messages: list[Any]) -> int | None:
     return max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
 
 
-def required_thinking(doc: Any, messages: list[Any]) -> set[int]:
-    """The assistant messages whose thinking blocks cannot go: with thinking on, the last assistant message when
-    it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking block), or
-    every one with `tool_use` blocks where the provider wants every turn's thinking back."""
+def required_thinking(doc: Any, messages: list[Any]) -> dict[int, str]:
+    """The assistant messages whose thinking blocks cannot go, each with why: with thinking on, the last assistant
+    message when it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking
+    block), or every one with `tool_use` blocks where the provider wants every turn's thinking back."""
     model = doc.get("model") if isinstance(doc, dict) else None
     rules = dialects.messages_thinking(model if isinstance(model, str) else "")
     if not thinking_on(doc, rules):
-        return set()
+        return {}
     if rules is not None and rules.every_turn:
-        return {index for index, message in enumerate(messages) if _tool_uses(_content(message) or [])}
+        why = f"{rules.who} wants every tool turn's thinking back (go on with the model that issued it)"
+        return {index: why for index, message in enumerate(messages) if _tool_uses(_content(message) or [])}
     last = last_assistant(messages)
     if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
-        return set()
-    return {last}
+        return {}
+    return {
+        last: "the current tool loop's last assistant message must start with its thinking (finish the loop on "
+        "that model)"
+    }
 
 
 def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[RepairAction]:
@@ -443,8 +447,7 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
         kind = content[position]["type"]
         where = f"{kind} block at messages[{index}].content[{position}] {reason}"
         if index in required:
-            note = "the current tool loop's last assistant message must start with its thinking (finish the loop on "
-            kept.append((index, f"{where}; left in place: {note}that model)"))
+            kept.append((index, f"{where}; left in place: {required[index]}"))
             continue
         if len(content) == 1:
             kept.append((index, f"{where}; left: it is all the message holds"))
