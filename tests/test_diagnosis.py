@@ -409,6 +409,7 @@ XAI_UNDECRYPTABLE = (
     "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
     "previous response."
 )
+XAI_COMPACTION_BLOB = "Could not decode the compaction blob. Ensure it is unmodified from the compact response."
 NOT_THIS_CALLER = "reasoning `encrypted_content` was not issued to this caller"
 OPENROUTER_OTHER_MODEL = (
     "Your request contains encrypted reasoning or compaction content that was produced under a different model..."
@@ -503,6 +504,20 @@ REFERENCE_2026_CASES = [
         XAI_UNDECRYPTABLE,
         expect("responses_encrypted_content_invalid", "xai", "invalid", "encrypted_content"),
         id="xai-undecryptable",
+    ),
+    # A reasoning item sent back without its summary (chenyme/grok2api #688, PR #689)
+    pytest.param(
+        json.dumps({"code": "invalid-argument", "error": XAI_COMPACTION_BLOB}),
+        XAI_COMPACTION_BLOB,
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob",
+    ),
+    # Passed on by a gateway in front of xAI (chenyme/grok2api #688, as Claude Code shows it)
+    pytest.param(
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob-passed-on",
     ),
     # DeepSeek's /anthropic endpoint, HTTP 422
     pytest.param(
@@ -1743,6 +1758,7 @@ def _check_rule_ids_run() -> set[str]:
         ],
     }
     responses = {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
+    xai = {"input": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "x"}, {"role": "assistant"}]}
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
@@ -1753,6 +1769,7 @@ def _check_rule_ids_run() -> set[str]:
         | run("gemini_native", gemini, f"/v1/projects/p/locations/global/publishers/google/{gemini_path}")
         | run("anthropic_messages", anthropic, "/v1/messages")
         | run("openai_responses", responses, "/v1/responses")
+        | run("openai_responses", xai, "/v1/responses", "grok-4")
     )
 
 

@@ -221,6 +221,7 @@ class FakeProvider(LoopbackServer):
         from .fake_chat import ChatDialect
         from .fake_gemini import GeminiDialect
         from .fake_responses import ResponsesDialect
+        from .fake_xai import XaiResponsesDialect
 
         super().__init__()
         self.requests: list[Recorded] = []
@@ -229,6 +230,8 @@ class FakeProvider(LoopbackServer):
         self.anthropic = AnthropicDialect()
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
+        self.xai = XaiResponsesDialect()
+        self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
 
