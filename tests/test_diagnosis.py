@@ -505,6 +505,42 @@ REFERENCE_2026_CASES = [
         expect("responses_encrypted_content_invalid", "xai", "invalid", "encrypted_content"),
         id="xai-undecryptable",
     ),
+    # Copilot's /v1/messages, in Copilot's envelope: without backticks (caozhiyuan/copilot-api #63), and wrapped once
+    # more as a JSON text by copilot-api (#78)
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": "messages.1.content.0: Invalid signature in thinking block",
+                    "code": "invalid_request_body",
+                }
+            }
+        ),
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-messages-invalid-signature",
+    ),
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": json.dumps(
+                        {
+                            "type": "error",
+                            "error": {"type": "invalid_request_error", "message": ANTHROPIC_SIGNATURE},
+                            "request_id": "req_011CXXe12eFiE3gWLgWSZ1eg",
+                        }
+                    ),
+                    "type": "error",
+                }
+            }
+        ),
+        ANTHROPIC_SIGNATURE,
+        expect("anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0),
+        id="copilot-api-nested-invalid-signature",
+    ),
     # A reasoning item sent back without its summary (chenyme/grok2api #688, PR #689)
     pytest.param(
         json.dumps({"code": "invalid-argument", "error": XAI_COMPACTION_BLOB}),
@@ -1122,6 +1158,10 @@ def _alter_extra_content(message: dict) -> None:
     message["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = "AAAA"
 
 
+def _alter_opaque(message: dict) -> None:
+    message["reasoning_opaque"] = message["reasoning_opaque"][::-1]
+
+
 def _alter_litellm_signature(message: dict) -> None:
     call = message["tool_calls"][0]
     call["id"] = call["id"].split("__thought__")[0]
@@ -1254,6 +1294,33 @@ FAKE_CHAT_CASES = [
         "Thought signature is not valid.",
         expect("signature_invalid", "gemini", "invalid", "thought_signature"),
         id="gemini-compat-altered",
+    ),
+    # Claude 5 on Copilot's chat completions: Anthropic's texts in Copilot's envelope
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _drop("reasoning_opaque"),
+        fake_chat.ANTHROPIC_EXPECTED_THINKING.format(index=1),
+        expect(
+            "anthropic_thinking_expected",
+            "anthropic",
+            "missing",
+            "thinking block",
+            index=1,
+            block=0,
+            wrapped_by="copilot",
+        ),
+        id="copilot-claude-missing",
+    ),
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _alter_opaque,
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-claude-altered",
     ),
     pytest.param(
         "gemini-3-pro-preview",
