@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, copilot, deepseek, gateways, gemini, openai
+from llm_reasoning_proxy.dialects import anthropic, base, cerebras, copilot, deepseek, gateways, gemini, openai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -409,6 +409,10 @@ XAI_UNDECRYPTABLE = (
     "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
     "previous response."
 )
+CEREBRAS_UNSUPPORTED = (
+    "messages.{index}.assistant.reasoning_content: property 'messages.{index}.assistant.reasoning_content' is "
+    "unsupported"
+)
 XAI_COMPACTION_BLOB = "Could not decode the compaction blob. Ensure it is unmodified from the compact response."
 NOT_THIS_CALLER = "reasoning `encrypted_content` was not issued to this caller"
 OPENROUTER_OTHER_MODEL = (
@@ -540,6 +544,21 @@ REFERENCE_2026_CASES = [
         ANTHROPIC_SIGNATURE,
         expect("anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0),
         id="copilot-api-nested-invalid-signature",
+    ),
+    # Cerebras takes no reasoning_content back (Kilo-Org/kilocode #10375; one line a message, as
+    # Alishahryar1/free-claude-code #1136 shows it)
+    pytest.param(
+        json.dumps(
+            {
+                "message": CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+                "type": "invalid_request_error",
+                "param": "validation_error",
+                "code": "wrong_api_format",
+            }
+        ),
+        CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+        expect("reasoning_content_unsupported", "cerebras", "unsupported", "reasoning_content", index=2),
+        id="cerebras-reasoning-content",
     ),
     # A reasoning item sent back without its summary (chenyme/grok2api #688, PR #689)
     pytest.param(
@@ -1869,6 +1888,7 @@ ERROR_ONLY_RULES = {
     copilot.UNSUPPORTED_API_FOR_MODEL,
     copilot.REASONING_EFFORT_UNSUPPORTED,
     copilot.COPILOT_INVALID_REQUEST_BODY,
+    cerebras.REASONING_CONTENT_UNSUPPORTED,
 }
 
 

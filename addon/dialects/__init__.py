@@ -22,6 +22,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "copilot",
     "openrouter",
     "xai",
+    "cerebras",
 )
 
 

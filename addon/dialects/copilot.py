@@ -23,7 +23,8 @@ COPILOT_INVALID_REQUEST_BODY = "copilot_invalid_request_body"
 GATEWAY_FIELDS = {"thought_signature": "reasoning_opaque"}
 
 # Claude's 5-generation models always think on Copilot (`"adaptive_thinking": "required"` in its model list) and return
-# only `reasoning_opaque` (Anthropic's signature), no `reasoning_text`: https://github.com/github/copilot-sdk/issues/2352
+# only `reasoning_opaque` (Anthropic's signature), no `reasoning_text`
+# (https://github.com/github/copilot-sdk/issues/2352).
 _CLAUDE_ALWAYS_THINKING = re.compile(r"^claude-(?:(?:sonnet|opus)-5|opus-4\.8)\b")
 
 _SCHEMA_LOCATION = rx(r"Location:\s*(?P<loc>\S+)")

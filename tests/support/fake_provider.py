@@ -218,6 +218,7 @@ class FakeProvider(LoopbackServer):
 
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
+        from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
         from .fake_copilot import CopilotMessagesDialect
         from .fake_gemini import GeminiDialect
@@ -235,6 +236,8 @@ class FakeProvider(LoopbackServer):
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
         self.copilot_messages = CopilotMessagesDialect()
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
+        self.cerebras = CerebrasDialect()
+        self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
 
