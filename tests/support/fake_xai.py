@@ -13,8 +13,9 @@ real captures in tests/fixtures/xai/ show it:
 * stream payloads with `sequence_number` and without `event:` lines (the capture keeps one payload per line, so the
   real framing is not known); usage with `num_sources_used` and `cost_in_usd_ticks`.
 
-A first turn without tools, for the captured model, is the capture itself: streamed, the store-false stream
-(`vercel_grok_code_fast_1_reasoning_encrypted_store_false_stream.chunks.txt`); as JSON, its final response.
+A request without tools for the captured model that asks for encrypted reasoning is answered with the capture itself:
+streamed, the store-false stream (`vercel_grok_code_fast_1_reasoning_encrypted_store_false_stream.chunks.txt`), as
+JSON its final response.
 
 Rules enforced, with xAI's texts in its envelope `{"code": "invalid-argument", "error": …}`
 (https://github.com/vercel/ai/blob/main/packages/xai/src/xai-error.ts):
