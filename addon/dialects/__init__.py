@@ -21,6 +21,8 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "xai",
+    "cerebras",
 )
 
 
@@ -53,12 +55,19 @@ def requires_reasoning_content(model: str) -> bool:
     return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
 
 
+def reasoning_summary_required(host: str, path: str, model: str) -> bool:
+    """Whether whoever serves a Responses API request refuses a reasoning item sent back without its `summary`."""
+    dialect = serving(host, path, model)
+    return dialect is not None and dialect.reasoning_summary_required(model)
+
+
 __all__ = [
     "DIALECTS",
     "ChatSignature",
     "Dialect",
     "chat_signature",
     "named",
+    "reasoning_summary_required",
     "requires_reasoning_content",
     "rules",
     "serving",

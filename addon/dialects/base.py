@@ -133,3 +133,8 @@ class Dialect:
     def requires_reasoning_content(self, model: str) -> bool:
         """Whether `model` refuses an assistant tool-call message without `reasoning_content`, whoever serves it."""
         return False
+
+    def reasoning_summary_required(self, model: str) -> bool:
+        """For a request it serves on the Responses API: whether a reasoning item sent back with its
+        `encrypted_content` is refused without its `summary`."""
+        return False
