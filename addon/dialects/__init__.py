@@ -22,6 +22,8 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "xai",
+    "cerebras",
     "vertex_anthropic",
     "mistral",
 )
@@ -56,6 +58,12 @@ def requires_reasoning_content(model: str) -> bool:
     return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
 
 
+def reasoning_summary_required(host: str, path: str, model: str) -> bool:
+    """Whether whoever serves a Responses API request refuses a reasoning item sent back without its `summary`."""
+    dialect = serving(host, path, model)
+    return dialect is not None and dialect.reasoning_summary_required(model)
+
+
 def messages_thinking(model: str) -> base.MessagesThinking | None:
     """How `model` treats thinking blocks on the Anthropic Messages format, where a dialect says it differs from
     Anthropic."""
@@ -69,6 +77,7 @@ __all__ = [
     "chat_signature",
     "messages_thinking",
     "named",
+    "reasoning_summary_required",
     "requires_reasoning_content",
     "rules",
     "serving",

@@ -146,6 +146,11 @@ class Dialect:
         """Whether `model` refuses an assistant tool-call message without `reasoning_content`, whoever serves it."""
         return False
 
+    def reasoning_summary_required(self, model: str) -> bool:
+        """For a request it serves on the Responses API: whether a reasoning item sent back with its
+        `encrypted_content` is refused without its `summary`."""
+        return False
+
     def refused_message_fields(self, model: str) -> frozenset[str]:
         """For a request it serves: the fields of an assistant message on chat completions it refuses the request for
         (another provider's reasoning fields, where its schema is closed)."""
