@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, bedrock, copilot, deepseek, gateways, gemini, openai
+from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -409,6 +409,11 @@ XAI_UNDECRYPTABLE = (
     "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
     "previous response."
 )
+CEREBRAS_UNSUPPORTED = (
+    "messages.{index}.assistant.reasoning_content: property 'messages.{index}.assistant.reasoning_content' is "
+    "unsupported"
+)
+XAI_COMPACTION_BLOB = "Could not decode the compaction blob. Ensure it is unmodified from the compact response."
 NOT_THIS_CALLER = "reasoning `encrypted_content` was not issued to this caller"
 OPENROUTER_OTHER_MODEL = (
     "Your request contains encrypted reasoning or compaction content that was produced under a different model..."
@@ -513,6 +518,71 @@ REFERENCE_2026_CASES = [
         XAI_UNDECRYPTABLE,
         expect("responses_encrypted_content_invalid", "xai", "invalid", "encrypted_content"),
         id="xai-undecryptable",
+    ),
+    # Copilot's /v1/messages, in Copilot's envelope: without backticks (caozhiyuan/copilot-api #63), and wrapped once
+    # more as a JSON text by copilot-api (#78)
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": "messages.1.content.0: Invalid signature in thinking block",
+                    "code": "invalid_request_body",
+                }
+            }
+        ),
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-messages-invalid-signature",
+    ),
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": json.dumps(
+                        {
+                            "type": "error",
+                            "error": {"type": "invalid_request_error", "message": ANTHROPIC_SIGNATURE},
+                            "request_id": "req_011CXXe12eFiE3gWLgWSZ1eg",
+                        }
+                    ),
+                    "type": "error",
+                }
+            }
+        ),
+        ANTHROPIC_SIGNATURE,
+        expect("anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0),
+        id="copilot-api-nested-invalid-signature",
+    ),
+    # Cerebras takes no reasoning_content back (Kilo-Org/kilocode #10375; one line a message, as
+    # Alishahryar1/free-claude-code #1136 shows it)
+    pytest.param(
+        json.dumps(
+            {
+                "message": CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+                "type": "invalid_request_error",
+                "param": "validation_error",
+                "code": "wrong_api_format",
+            }
+        ),
+        CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+        expect("reasoning_content_unsupported", "cerebras", "unsupported", "reasoning_content", index=2),
+        id="cerebras-reasoning-content",
+    ),
+    # A reasoning item sent back without its summary (chenyme/grok2api #688, PR #689)
+    pytest.param(
+        json.dumps({"code": "invalid-argument", "error": XAI_COMPACTION_BLOB}),
+        XAI_COMPACTION_BLOB,
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob",
+    ),
+    # Passed on by a gateway in front of xAI (chenyme/grok2api #688, as Claude Code shows it)
+    pytest.param(
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob-passed-on",
     ),
     # DeepSeek's /anthropic endpoint, HTTP 422
     pytest.param(
@@ -1129,6 +1199,10 @@ def _alter_extra_content(message: dict) -> None:
     message["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = "AAAA"
 
 
+def _alter_opaque(message: dict) -> None:
+    message["reasoning_opaque"] = message["reasoning_opaque"][::-1]
+
+
 def _alter_litellm_signature(message: dict) -> None:
     call = message["tool_calls"][0]
     call["id"] = call["id"].split("__thought__")[0]
@@ -1261,6 +1335,33 @@ FAKE_CHAT_CASES = [
         "Thought signature is not valid.",
         expect("signature_invalid", "gemini", "invalid", "thought_signature"),
         id="gemini-compat-altered",
+    ),
+    # Claude 5 on Copilot's chat completions: Anthropic's texts in Copilot's envelope
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _drop("reasoning_opaque"),
+        fake_chat.ANTHROPIC_EXPECTED_THINKING.format(index=1),
+        expect(
+            "anthropic_thinking_expected",
+            "anthropic",
+            "missing",
+            "thinking block",
+            index=1,
+            block=0,
+            wrapped_by="copilot",
+        ),
+        id="copilot-claude-missing",
+    ),
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _alter_opaque,
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-claude-altered",
     ),
     pytest.param(
         "gemini-3-pro-preview",
@@ -1722,6 +1823,9 @@ def _check_rule_ids_in_source() -> set[str]:
             if isinstance(value, ast.Attribute) and value.attr == "rule":  # a dialect's ChatSignature
                 found |= {sig.rule for d in dialects.DIALECTS if (sig := d.chat_signature("gemini-3-pro-preview"))}
                 continue
+            if isinstance(value, ast.Attribute) and value.attr in base.MessagesThinking._fields:  # a dialect's rules
+                found |= {getattr(r, value.attr) for d in dialects.DIALECTS if (r := d.messages_thinking("deepseek-"))}
+                continue
             names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id.isupper()}
             if not names:
                 assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
@@ -1751,6 +1855,8 @@ def _check_rule_ids_run() -> set[str]:
             {"role": "tool", "tool_call_id": "c9", "content": "a"},
         ]
     }
+    answered = {"role": "assistant", "content": "Two files.", "reasoning_content": "From DeepSeek."}
+    with_reasoning_content = {"messages": [{"role": "user", "content": "u"}, answered]}  # to Mistral
     gemini = {
         "contents": [
             {"role": "user", "parts": [{"text": "u"}]},
@@ -1765,6 +1871,17 @@ def _check_rule_ids_run() -> set[str]:
         ],
     }
     responses = {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
+    xai = {"input": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "x"}, {"role": "assistant"}]}
+    redacted = {"type": "redacted_thinking", "data": "EtkE"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}
+    deepseek_anthropic = {  # thinking on by default there: a turn without its thinking, and a block it cannot read
+        "messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}]},
+            {"role": "assistant", "content": [redacted, {"type": "text", "text": "Two files."}]},
+        ],
+    }
     converse = {
         "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
         "messages": [
@@ -1777,13 +1894,16 @@ def _check_rule_ids_run() -> set[str]:
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
+        | run("chat_completions", with_reasoning_content, "/v1/chat/completions", "magistral-medium-latest")
         | run("chat_completions", chat, "/chat/completions", "gemini-3-pro-preview", "api.githubcopilot.com")
         | run("chat_completions", chat, "/v1beta/openai/chat/completions", "gemini-3-pro-preview")
         | run("chat_completions", chat, "/api/v1/chat/completions", "google/gemini-3-pro-preview")
         | run("gemini_native", gemini, f"/v1beta/{gemini_path}")
         | run("gemini_native", gemini, f"/v1/projects/p/locations/global/publishers/google/{gemini_path}")
         | run("anthropic_messages", anthropic, "/v1/messages")
+        | run("anthropic_messages", deepseek_anthropic, "/anthropic/v1/messages", "deepseek-v4-pro")
         | run("openai_responses", responses, "/v1/responses")
+        | run("openai_responses", xai, "/v1/responses", "grok-4")
         | run("bedrock_converse", converse, "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse")
     )
 
@@ -1808,8 +1928,6 @@ ERROR_ONLY_RULES = {
     anthropic.ANTHROPIC_REDACTED_DATA_INVALID,
     anthropic.ANTHROPIC_THINKING_MODIFIED,
     anthropic.CONTENT_EMPTY,
-    deepseek.DEEPSEEK_THINKING_MISSING,
-    deepseek.REDACTED_THINKING_UNSUPPORTED,
     bedrock.REASONING_TEXT_UNSUPPORTED,
     bedrock.SIGV4_SIGNATURE_MISMATCH,
     gateways.THINKING_BLOCKS_NOT_PERMITTED,
@@ -1817,6 +1935,7 @@ ERROR_ONLY_RULES = {
     copilot.UNSUPPORTED_API_FOR_MODEL,
     copilot.REASONING_EFFORT_UNSUPPORTED,
     copilot.COPILOT_INVALID_REQUEST_BODY,
+    cerebras.REASONING_CONTENT_UNSUPPORTED,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from importlib import import_module
 
+from . import base
 from .base import ChatSignature, Dialect, Rule
 
 
@@ -21,6 +22,10 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "xai",
+    "cerebras",
+    "vertex_anthropic",
+    "mistral",
     "bedrock",
 )
 
@@ -54,12 +59,26 @@ def requires_reasoning_content(model: str) -> bool:
     return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
 
 
+def reasoning_summary_required(host: str, path: str, model: str) -> bool:
+    """Whether whoever serves a Responses API request refuses a reasoning item sent back without its `summary`."""
+    dialect = serving(host, path, model)
+    return dialect is not None and dialect.reasoning_summary_required(model)
+
+
+def messages_thinking(model: str) -> base.MessagesThinking | None:
+    """How `model` treats thinking blocks on the Anthropic Messages format, where a dialect says it differs from
+    Anthropic."""
+    return next((rules for dialect in DIALECTS if (rules := dialect.messages_thinking(model)) is not None), None)
+
+
 __all__ = [
     "DIALECTS",
     "ChatSignature",
     "Dialect",
     "chat_signature",
+    "messages_thinking",
     "named",
+    "reasoning_summary_required",
     "requires_reasoning_content",
     "rules",
     "serving",

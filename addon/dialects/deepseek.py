@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .base import B, Dialect, Rule, rx
+from .base import B, Dialect, MessagesThinking, Rule, rx
 
 REASONING_CONTENT_MISSING = "reasoning_content_missing"
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
@@ -84,6 +84,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# DeepSeek's Anthropic-compatible API (https://api-docs.deepseek.com/guides/anthropic_api) thinks unless the request
+# turns thinking off, wants the thinking block of every assistant turn with tool use back in every later request (as
+# its chat API wants every reasoning_content), and has no redacted_thinking block, which only Anthropic issues. The
+# thinking block it sends carries the message id as its signature
+# (https://github.com/NousResearch/hermes-agent/pull/21048); it is sent back as it came.
+ANTHROPIC_ROUTE_THINKING = MessagesThinking(
+    who="DeepSeek's Anthropic-compatible API",
+    by_default=True,
+    every_turn=True,
+    refused_blocks=frozenset({"redacted_thinking"}),
+    refused_rule=REDACTED_THINKING_UNSUPPORTED,
+    missing_rule=DEEPSEEK_THINKING_MISSING,
+)
+
+
 class DeepSeek(Dialect):
     """DeepSeek's thinking mode and Kimi's thinking models refuse an assistant tool-call message without its
     reasoning_content, on whichever host serves them (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
@@ -93,6 +108,11 @@ class DeepSeek(Dialect):
 
     def requires_reasoning_content(self, model: str) -> bool:
         return model.startswith(("deepseek-reasoner", "deepseek-v4")) or ("kimi" in model and "thinking" in model)
+
+    def messages_thinking(self, model: str) -> MessagesThinking | None:
+        # Judged by the model, as reasoning_content is: a gateway that serves DeepSeek's models on the Messages format
+        # forwards them to DeepSeek's /anthropic route, whose rules then apply.
+        return ANTHROPIC_ROUTE_THINKING if model.startswith("deepseek-") else None
 
 
 DIALECT = DeepSeek()

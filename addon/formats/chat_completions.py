@@ -2,8 +2,9 @@
 
 Covers GitHub Copilot (`reasoning_opaque`, `reasoning_text`), DeepSeek, Kimi and
 GLM (`reasoning_content`), OpenRouter (`reasoning_details`), Gemini's
-OpenAI-compatible endpoint (`extra_content`) and LiteLLM (`__thought__` ids,
-`provider_specific_fields`); `chat_fields` says how each is assembled. A
+OpenAI-compatible endpoint (`extra_content`), LiteLLM (`__thought__` ids,
+`provider_specific_fields`) and Mistral (thinking chunks in `content`);
+`chat_fields` says how each is assembled. A
 response carries its reasoning once per assistant turn, so a turn's record is
 linked to every tool call of that turn.
 """
@@ -19,6 +20,7 @@ import orjson
 from .. import dialects, jsoncodec
 from ..dialects.base import TOOL_RESULT_ORPHANED
 from ..dialects.deepseek import REASONING_CONTENT_MISSING
+from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
 from ..dialects.openai import CONTENT_EMPTY_ARRAY, deployment_model
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
@@ -31,12 +33,16 @@ from .chat_fields import (
     MESSAGE_FIELDS,
     STREAM_MARKERS,
     TEXT_FIELDS,
+    THINKING_FIELD,
     WHOLE_FIELDS,
     DetailAssembler,
+    ThinkingChunks,
     call_field,
     is_missing,
     litellm_short_id,
+    message_lacks,
     opaque_delta_fragments,
+    put_back,
     set_call_field,
 )
 
@@ -45,7 +51,7 @@ _EMPTY_CONTENT = (None, "", [])
 
 
 # Unpacked for the checks below, which see every chunk: plain `in`/`find` beat a loop or a regex alternation there.
-_REASONING, _TOOL_CALLS, _EXTRA_CONTENT = STREAM_MARKERS
+_REASONING, _TOOL_CALLS, _EXTRA_CONTENT, _THINKING = STREAM_MARKERS
 
 
 def _interesting(data: bytes) -> bool:
@@ -55,11 +61,14 @@ def _interesting(data: bytes) -> bool:
     if start < 0:
         return True  # not a delta chunk: let the parser look
     return (
-        data.find(_REASONING, start) >= 0 or data.find(_TOOL_CALLS, start) >= 0 or data.find(_EXTRA_CONTENT, start) >= 0
+        data.find(_REASONING, start) >= 0
+        or data.find(_TOOL_CALLS, start) >= 0
+        or data.find(_EXTRA_CONTENT, start) >= 0
+        or data.find(_THINKING, start) >= 0
     )
 
 
-_KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls"})
+_KEPT = frozenset({*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD, "tool_calls", "content"})
 # Chunks set aside for a batch parse are parsed early past this, so memory stays bounded.
 MAX_PENDING_BYTES = 4 * 1024 * 1024
 
@@ -75,9 +84,11 @@ class _ToolCallSlot:
 @dataclass(slots=True)
 class _ChoiceState:
     budget: Budget  # the reader's, shared by its choices
+    streamed: bool  # read from stream deltas, not from a whole message
     texts: dict[str, Parts] = field(default_factory=dict)
     whole: dict[str, Any] = field(default_factory=dict)
     details: DetailAssembler | None = None
+    thinking: ThinkingChunks | None = None
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
     # calls that came without an index: where each id went, and the call a bare fragment continues
     call_ids: dict[str, int] = field(default_factory=dict)
@@ -102,6 +113,11 @@ class _ChoiceState:
                     if self.details is None:
                         self.details = DetailAssembler(self.budget)
                     self.details.add(value)
+            elif name == "content":
+                if isinstance(value, list):  # answer text comes as a string; an array may hold thinking chunks
+                    if self.thinking is None:
+                        self.thinking = ThinkingChunks(self.budget, streamed=self.streamed)
+                    self.thinking.add(value)
             elif isinstance(value, list):  # tool_calls
                 for call in value:
                     if isinstance(call, dict):
@@ -145,6 +161,8 @@ class _ChoiceState:
         fields.update(self.whole)
         if self.details:
             fields[DETAILS_FIELD] = self.details.entries()
+        if self.thinking:
+            fields[THINKING_FIELD] = self.thinking.chunks()
         return fields
 
     def tool_calls(self) -> list[ToolCallRef]:
@@ -182,7 +200,7 @@ class ChatCompletionsReader:
             self._parse(data)
             return
         # A chunk of one event was judged whole already; this cheaper test sorts chunks of several.
-        if _REASONING not in data and _TOOL_CALLS not in data and _EXTRA_CONTENT not in data:
+        if _REASONING not in data and _TOOL_CALLS not in data and _EXTRA_CONTENT not in data and _THINKING not in data:
             return
         self._pending.append(data)
         self._pending_bytes += len(data)
@@ -241,7 +259,7 @@ class ChatCompletionsReader:
             key = index if type(index) is int else position
             state = states.get(key)
             if state is None:
-                state = states[key] = _ChoiceState(self.budget)
+                state = states[key] = _ChoiceState(self.budget, streamed=part_key == "delta")
             state.add(part)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
@@ -285,7 +303,7 @@ def _has_tool_calls(message: dict[str, Any]) -> bool:
 
 
 def _has_reasoning(message: dict[str, Any]) -> bool:
-    return any(not is_missing(name, message.get(name)) for name in MESSAGE_FIELDS)
+    return any(not message_lacks(message, name) for name in (*MESSAGE_FIELDS, THINKING_FIELD))
 
 
 def _first_hit(message: dict[str, Any], cache: CacheView) -> tuple[str | None, CallHit] | None:
@@ -412,7 +430,8 @@ class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
     items_key = "messages"
-    text_fields = frozenset({"reasoning_text", "reasoning_content"})
+    # Readable text, logged as such (Mistral's thinking chunks as their JSON).
+    text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD})
     # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
     # travels with the signed reasoning_opaque and is kept exact.
     maskable_fields = frozenset({"reasoning_content"})
@@ -523,8 +542,28 @@ def _current_turn(messages: list[Any]) -> list[int]:
     ]
 
 
+def refused_field_violations(messages: list[Any], context: RepairContext) -> list[Violation]:
+    """The fields of assistant messages that the provider serving the request refuses the whole request for (another
+    provider's reasoning field sent to Mistral)."""
+    dialect = dialects.serving(context.host, context.path, context.model or "")
+    refused = dialect.refused_message_fields(context.model or "") if dialect is not None else frozenset()
+    if not refused or dialect is None:
+        return []
+    return [
+        Violation(
+            rule=MESSAGE_FIELD_NOT_PERMITTED,
+            location=f"messages[{index}]",
+            message=f"{name} on an assistant message, which {dialect.name} does not take",
+        )
+        for index, message in enumerate(messages)
+        if _is_assistant(message)
+        for name in message
+        if name in refused
+    ]
+
+
 def check_messages(messages: list[Any], context: RepairContext) -> list[Violation]:
-    violations = []
+    violations = refused_field_violations(messages, context)
     model = context.model or ""
     called: set[str] = set()
     for index, message in enumerate(messages):
@@ -583,11 +622,11 @@ def _restore_message(
     else:
         return None
     fields = hit.record.fields
-    restored = [name for name in fields if is_missing(name, message.get(name))]
+    restored = [name for name in fields if message_lacks(message, name)]
     if not restored:
         return None
     for name in restored:
-        message[name] = fields[name]
+        put_back(message, name, fields[name])
     sent_id = call.get("id")
     return RepairAction(
         "restored",

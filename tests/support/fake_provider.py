@@ -219,9 +219,15 @@ class FakeProvider(LoopbackServer):
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
         from .fake_bedrock import BedrockDialect
+        from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
+        from .fake_copilot import CopilotMessagesDialect
+        from .fake_deepseek_anthropic import DeepSeekAnthropicFake
         from .fake_gemini import GeminiDialect
+        from .fake_mistral import MistralFake
         from .fake_responses import ResponsesDialect
+        from .fake_vertex_anthropic import VertexAnthropicFake
+        from .fake_xai import XaiResponsesDialect
 
         super().__init__()
         self.requests: list[Recorded] = []
@@ -230,6 +236,19 @@ class FakeProvider(LoopbackServer):
         self.anthropic = AnthropicDialect()
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
+        self.xai = XaiResponsesDialect()
+        self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
+        self.copilot_messages = CopilotMessagesDialect()
+        self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
+        self.cerebras = CerebrasDialect()
+        self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
+        # Before the Anthropic and chat fakes, whose routes end the same way.
+        self.mistral = MistralFake()
+        self.dialects.insert(0, self.mistral)
+        self.deepseek_anthropic = DeepSeekAnthropicFake()
+        self.dialects.insert(0, self.deepseek_anthropic)
+        self.vertex_anthropic = VertexAnthropicFake()
+        self.dialects.insert(0, self.vertex_anthropic)
         self.bedrock = BedrockDialect()
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
