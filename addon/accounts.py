@@ -32,6 +32,11 @@ _COPILOT_MAC = re.compile(r"[0-9A-Fa-f]{32,}")
 # networks is one scope too.
 COPILOT_ISSUE_FIELDS = frozenset({"exp", "iat", "ip", "asn", "cq", "rd"})
 
+# AWS Signature Version 4 puts a new signature (and the day's date) in every request's Authorization header, after the
+# access key id that signed it: `AWS4-HMAC-SHA256 Credential=AKIA…/20260101/us-east-1/bedrock/aws4_request, …`
+# (https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html). The key id is what stays.
+_SIGV4_CREDENTIAL = re.compile(r"\s*AWS4-HMAC-SHA256\s+Credential=([A-Za-z0-9]{16,128})/", re.IGNORECASE)
+
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
@@ -70,6 +75,8 @@ _READERS: tuple[tuple[str, str, Callable[[str], str | None]], ...] = (("authoriz
 def stable_identity(name: str, value: str) -> str | None:
     """The account behind a rotating credential in header `name` (lower case), as `kind:identity`; None when
     the value is its own identity (a key) or nothing stable can be read from it."""
+    if name == "authorization" and (sigv4 := _SIGV4_CREDENTIAL.match(value)) is not None:
+        return f"sigv4:{sigv4.group(1)}"
     for header, kind, read in _READERS:
         if name != header:
             continue

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, cerebras, copilot, gateways, gemini, openai
+from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -428,6 +428,16 @@ BEDROCK_REASONING_TEXT = (
     "reasoningContent.reasoningText.text and try again."
 )
 BEDROCK_OTHER_ACCOUNT = "encrypted reasoning was created for a different account or model"
+# AWS's text for a SigV4 signature that does not match (IAM user guide, "Troubleshoot Signature Version 4 signing")
+BEDROCK_SIGV4_MISMATCH = (
+    "The request signature we calculated does not match the signature you provided. Check your AWS Secret Access "
+    "Key and signing method. Consult the service documentation for details."
+)
+# Converse without the reasoning before a tool use (langchain-ai/langchain-aws #844)
+BEDROCK_THINKING_EXPECTED = (
+    "The model returned the following errors: messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, "
+    "but found `text`. When `thinking` is enabled, a final `assistant` message must start with a thinking block"
+)
 FIREWORKS_THINKING_BLOCKS = "Extra inputs are not permitted, field: 'messages[2].thinking_blocks'"
 COPILOT_EFFORT = "model claude-haiku-4.5 does not support reasoning effort"
 DEEPSEEK_THINKING = "The `content[].thinking` in the thinking mode must be passed back to the API."
@@ -613,6 +623,18 @@ REFERENCE_2026_CASES = [
         BEDROCK_OTHER_ACCOUNT,
         expect("encrypted_content_foreign", "bedrock", "foreign", "encrypted_content"),
         id="bedrock-other-account",
+    ),
+    pytest.param(
+        json.dumps({"message": BEDROCK_SIGV4_MISMATCH}),
+        BEDROCK_SIGV4_MISMATCH,
+        expect("sigv4_signature_mismatch", "bedrock", "invalid", "signature"),
+        id="bedrock-sigv4-signature-mismatch",
+    ),
+    pytest.param(
+        json.dumps({"message": BEDROCK_THINKING_EXPECTED}),
+        BEDROCK_THINKING_EXPECTED,
+        expect("anthropic_thinking_expected", "anthropic", "missing", "thinking block", index=1, block=0),
+        id="bedrock-converse-thinking-expected",
     ),
     # Fireworks behind LiteLLM (AndyMik90/Aperant #1988)
     pytest.param(
@@ -1860,6 +1882,15 @@ def _check_rule_ids_run() -> set[str]:
             {"role": "assistant", "content": [redacted, {"type": "text", "text": "Two files."}]},
         ],
     }
+    converse = {
+        "additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+        "messages": [
+            {"role": "user", "content": [{"text": "u"}]},
+            {"role": "assistant", "content": [{"reasoningContent": {"reasoningText": {"text": "t"}}}]},
+            {"role": "user", "content": [{"text": "v"}]},
+            {"role": "assistant", "content": [{"toolUse": {"toolUseId": "tooluse_1", "name": "ls", "input": {}}}]},
+        ],
+    }
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
@@ -1873,6 +1904,7 @@ def _check_rule_ids_run() -> set[str]:
         | run("anthropic_messages", deepseek_anthropic, "/anthropic/v1/messages", "deepseek-v4-pro")
         | run("openai_responses", responses, "/v1/responses")
         | run("openai_responses", xai, "/v1/responses", "grok-4")
+        | run("bedrock_converse", converse, "/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse")
     )
 
 
@@ -1890,14 +1922,14 @@ ERROR_ONLY_RULES = {
     openai.RESPONSES_ENCRYPTED_CONTENT_INVALID,
     base.TOOL_RESULT_MISSING,
     base.ENCRYPTED_CONTENT_FOREIGN,
-    anthropic.ANTHROPIC_SIGNATURE_MISSING,
     anthropic.ANTHROPIC_BLOCK_BINDING,
     anthropic.ANTHROPIC_BLOCK_BINDING_BETA,
     anthropic.ANTHROPIC_SIGNATURE_INVALID,
     anthropic.ANTHROPIC_REDACTED_DATA_INVALID,
     anthropic.ANTHROPIC_THINKING_MODIFIED,
     anthropic.CONTENT_EMPTY,
-    gateways.REASONING_TEXT_UNSUPPORTED,
+    bedrock.REASONING_TEXT_UNSUPPORTED,
+    bedrock.SIGV4_SIGNATURE_MISMATCH,
     gateways.THINKING_BLOCKS_NOT_PERMITTED,
     copilot.COPILOT_SCHEMA,
     copilot.UNSUPPORTED_API_FOR_MODEL,

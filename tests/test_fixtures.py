@@ -709,6 +709,7 @@ def test_the_opaque_places_are_the_union_of_what_each_wire_format_names() -> Non
         "signature",
         "thoughtSignature",
         "thought_signature",
+        "redactedContent",
     }
     assert OPAQUE_LIST_KEYS == {"thought_signatures"}
     assert OPAQUE_DATA_TYPES == {"redacted_thinking", "reasoning.encrypted"}

@@ -292,3 +292,21 @@ def test_vertex_ai_with_an_oauth_token_keeps_the_scope_of_the_token() -> None:
     assert request_scope(vertex(one)) != request_scope(vertex(two))
     assert request_scope(vertex(one)).credential == credential_fingerprint([f"authorization:Bearer {one}"])
     assert caller_identity(vertex(one)).rotating == "a Google OAuth access token (ya29.…)"
+
+
+def sigv4_authorization(key_id: str, day: str, signature: str) -> str:
+    return (
+        f"AWS4-HMAC-SHA256 Credential={key_id}/{day}/us-east-1/bedrock/aws4_request, "
+        f"SignedHeaders=content-type;host;x-amz-date, Signature={signature}"
+    )
+
+
+def test_sigv4_requests_of_one_access_key_are_one_account() -> None:
+    """SigV4 signs every request anew (another signature, another day's scope): the access key id is what stays."""
+    monday = request(("Authorization", sigv4_authorization("AKIAIOSFODNN7EXAMPLE", "20260105", "a" * 64)))
+    tuesday = request(("Authorization", sigv4_authorization("AKIAIOSFODNN7EXAMPLE", "20260106", "b" * 64)))
+    other = request(("Authorization", sigv4_authorization("AKIAI44QH8DHBEXAMPLE", "20260105", "a" * 64)))
+    assert request_scope(monday) == request_scope(tuesday) != request_scope(other)
+    assert caller_identity(monday).derived and caller_identity(monday).values == (
+        "authorization=sigv4:AKIAIOSFODNN7EXAMPLE",
+    )

@@ -26,6 +26,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "cerebras",
     "vertex_anthropic",
     "mistral",
+    "bedrock",
 )
 
 

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 from .anthropic import AnthropicMessages
 from .base import CacheView, CallHit, RepairContext, ResponseReader, WireFormat
+from .bedrock_converse import BedrockConverse
 from .chat_completions import ChatCompletions
 from .gemini import GeminiNative
 from .responses import Responses
 
-FORMATS: tuple[WireFormat, ...] = (ChatCompletions(), Responses(), AnthropicMessages(), GeminiNative())
+FORMATS: tuple[WireFormat, ...] = (
+    ChatCompletions(),
+    Responses(),
+    AnthropicMessages(),
+    GeminiNative(),
+    BedrockConverse(),
+)
 _BY_NAME = {f.name: f for f in FORMATS}
 
 

@@ -1,4 +1,5 @@
-"""The Anthropic Messages API (`POST /v1/messages`): thinking blocks kept in the assistant's content.
+"""The Anthropic Messages API (`POST /v1/messages`, and Amazon Bedrock's InvokeModel for Claude): thinking blocks
+kept in the assistant's content.
 
 With extended thinking on, a response starts with `thinking` blocks (the text
 and a `signature`) and, rarely, `redacted_thinking` blocks (opaque `data`),
@@ -22,6 +23,7 @@ from typing import Any
 from .. import dialects, jsoncodec
 from ..dialects.anthropic import ANTHROPIC_THINKING_EXPECTED
 from ..dialects.base import MessagesThinking
+from ..dialects.bedrock import INVOKE, INVOKE_STREAM, bedrock_route
 from ..dialects.vertex_anthropic import raw_predict_model
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
@@ -49,6 +51,19 @@ _EVENT_MARKERS = (
     b'"content_block_stop"',
     b'"message_stop"',
 )
+
+
+# Amazon Bedrock's InvokeModel routes take the Messages body without `model` (the path names it) and with
+# `"anthropic_version": "bedrock-2023-05-31"`; InvokeModelWithResponseStream sends the stream's events inside AWS
+# event-stream frames (addon/event_stream.py), each one a `chunk` (anthropic-sdk-python lib/bedrock/_client.py and
+# lib/bedrock/_stream_decoder.py).
+_INVOKE_MARKER = b'"anthropic_version"'
+
+
+def _bedrock_invoke(path: str) -> str | None:
+    """The model a Bedrock InvokeModel path names; None for any other path."""
+    route = bedrock_route(path)
+    return route.model if route is not None and route.action in (INVOKE, INVOKE_STREAM) else None
 
 
 def thinking_enabled(doc: Any) -> bool:
@@ -526,11 +541,19 @@ class AnthropicMessages(Routed):
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")
         # OpenAI's Assistants API has /v1/threads/{id}/messages, with no "messages" list in its body.
-        return route.endswith("/messages") and "/threads/" not in route or raw_predict_model(path) is not None
+        return (
+            (route.endswith("/messages") and "/threads/" not in route)
+            or raw_predict_model(path) is not None
+            or _bedrock_invoke(path) is not None
+        )
+
+    def claims(self, method: str, path: str, body: bytes) -> bool:
+        # Bedrock's InvokeModel takes every model's own body; Claude's is the Messages body with its anthropic_version.
+        return super().claims(method, path, body) and (_bedrock_invoke(path) is None or _INVOKE_MARKER in body)
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
-        # Claude on Vertex AI names the model in the path only.
-        return raw_predict_model(path) or body_model(body, doc)
+        # Claude on Vertex AI and on Bedrock's InvokeModel names the model in the path only.
+        return raw_predict_model(path) or _bedrock_invoke(path) or body_model(body, doc)
 
     def may_need_repair(self, body: bytes) -> bool:
         # A repair needs thinking turned on and an assistant tool_use block to give blocks back to; where the body

@@ -10,6 +10,7 @@ from mitmproxy import http
 
 from .. import formats
 from ..cache import ReasoningStore, StoreUnavailable
+from ..event_stream import is_aws_event_stream
 from ..events import Captured, summarize_record
 from ..formats import WireFormat
 from ..provenance import Origin, issued_values, record_origins
@@ -49,9 +50,11 @@ class ResponseCapture:
             response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
+            aws_frames = is_aws_event_stream(response.headers)
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
-                sse=is_event_stream(response.headers),
+                sse=aws_frames or is_event_stream(response.headers),
+                aws_frames=aws_frames,
                 content_encoding=response.headers.get("content-encoding"),
                 read=response.status_code < 300,
                 keep_body=self.runtime.reattach_streamed_bodies(),

@@ -36,6 +36,7 @@ from ..plans import INSERTING, RepairPlan
 from ..provenance import Origin, foreign_lookup
 from ..records import RepairAction, Violation, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
+from ..signing import SIGNED_REMEDY
 from .annotate import add_comment, flow_meta
 from .failopen import fail_open
 from .runtime import Runtime
@@ -129,12 +130,14 @@ def advise(
     placeholder_applies: bool = False,
     would_repair: str = "",
     kind: str | None = None,
+    signed: str | None = None,
 ) -> str:
     """What the user can do about it, given what the proxy knew and did.
 
     `would_repair` describes what the proxy would have changed at the place of the error had llm_repair been on;
     `kind` is the kind of problem when it is known better than the diagnosis says (the format's own check found
-    what a generic error text does not name)."""
+    what a generic error text does not name); `signed` names what signed the request's body, which kept the proxy from
+    changing it."""
     kind = kind or diagnosis.kind
     if diagnosis.rule == UNKNOWN:
         return "not a known reasoning-state error; the provider's text is logged as it was"
@@ -142,6 +145,11 @@ def advise(
         return (
             f"the provider refused a value the proxy put back; {healed} cache entr{'y' if healed == 1 else 'ies'} "
             "dropped, so later turns will not repeat it (retrying sends the request without it)"
+        )
+    if would_repair and signed:
+        return (
+            f"the request is signed with {signed}, which covers its body, so the proxy sent it as it was; it would "
+            f"have {would_repair}: {SIGNED_REMEDY}"
         )
     if would_repair:
         return (
@@ -265,6 +273,7 @@ class ErrorExplainer:
             and settings.signature_placeholder == "off",
             would_repair=summarize_actions(unapplied) if unapplied else "",
             kind=kind,
+            signed=meta.get("signed"),
         )
         if kind in REFUSED_VALUE:
             advice = self._foreign_here(meta, plan, doc, index) or advice

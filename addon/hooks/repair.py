@@ -19,6 +19,7 @@ from ..provenance import Origin, foreign_lookup
 from ..records import RepairAction, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
 from ..scope import Scope, caller_identity, scope_of
+from ..signing import SIGNED_REMEDY, body_signer
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip
 from .failopen import fail_open
 from .runtime import Runtime
@@ -203,6 +204,10 @@ class RequestRepair:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
                 self.runtime.remember_plan(flow.id, plan)
             return
+        signer = body_signer(request)
+        if signer is not None:
+            self._hold_back(flow, meta, plan, signer)
+            return
         keep = self.runtime.keep_bodies()
         if settings.repair:
             try:
@@ -237,6 +242,19 @@ class RequestRepair:
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s", verb, redact_url(request.url), logged.summary())
+
+    def _hold_back(self, flow: http.HTTPFlow, meta: dict[str, Any], plan: RepairPlan, signer: str) -> None:
+        """A request that needs repair but whose body a signature covers goes on byte for byte, saying what the
+        proxy would have done and how the client can let it."""
+        reason = (
+            f"request signed with {signer}, which covers its body: forwarded byte for byte, unrepaired; the proxy "
+            f"would have {summarize_actions(plan.actions)}; {SIGNED_REMEDY}"
+        )
+        report_skip(flow, reason, self.runtime.events)
+        add_comment(flow, f"llm not repaired: {reason}")
+        meta["repaired"] = False
+        meta["signed"] = signer
+        self.runtime.remember_plan(flow.id, plan)  # an error answer is explained with what would have been done
 
     def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> repair_log.SortedRepairs:
         """The repairs new to the event log, and the count of those it listed on earlier turns."""

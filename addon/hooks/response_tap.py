@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from .. import jsoncodec
 from ..decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
+from ..event_stream import FrameEvents
 from ..formats import ResponseReader
 from ..limits import MAX_DECODED_BYTES
 from ..records import ReasoningRecord
@@ -32,7 +33,7 @@ class TapResult:
     """What the tap made of one answer, handed over once when the answer ended."""
 
     complete: bool  # False: the stream was cut short
-    sse: bool  # the answer came as an event stream
+    sse: bool  # the answer came as an event stream (SSE, or AWS event-stream frames)
     read: bool  # the copy was read (a 2xx answer): else nothing below but `problem` says anything
     records: tuple[ReasoningRecord, ...] = ()
     over: str | None = None  # the bound the answer met (limits.Budget): it was read to its end, and is not cached
@@ -55,6 +56,7 @@ class ResponseTap:
         on_finish: Callable[[TapResult], None] | None = None,
         guard: Callable[[], AbstractContextManager[object]] = nullcontext,
         defer: bool = False,
+        aws_frames: bool = False,  # the stream is AWS event-stream framing (Amazon Bedrock), not SSE
     ) -> None:
         self.reader = reader
         self._sse = sse
@@ -75,14 +77,15 @@ class ResponseTap:
         self._size = 0
         self._decoder: BoundedDecoder | None = None
         self._skippable = reader.skippable
-        self._parser: SSEParser | None = None
+        self._parser: SSEParser | FrameEvents | None = None
         self._backlog: list[bytes] = []
+        self._unreadable_frames = 0  # AWS event frames that carried nothing a reader takes
         self._backlog_size = 0
         if read and sse:
             try:
                 # A compressed stream's copy is decoded piece by piece and no further than the bound.
                 self._decoder = BoundedDecoder(content_encoding, MAX_DECODED_BYTES)
-                self._parser = SSEParser()
+                self._parser = FrameEvents() if aws_frames else SSEParser()
             except UnsupportedEncoding as e:
                 self._stop(str(e))
 
@@ -149,6 +152,8 @@ class ResponseTap:
                         self.reader.feed_event(event)
                 for event in self._parser.close():
                     self.reader.feed_event(event)
+                if isinstance(self._parser, FrameEvents):
+                    self._frames_ended(self._parser)
             elif self._read and not self._sse and complete and self._kept is not None:
                 raw = self._kept
                 if not self._keep_body:
@@ -163,6 +168,15 @@ class ResponseTap:
             with self._guard():
                 self._on_finish(self._result(complete))
 
+    def _frames_ended(self, frames: FrameEvents) -> None:
+        self._unreadable_frames = frames.unreadable
+        if frames.exceptions:
+            self.problem = self.problem or f"the upstream ended the stream with {', '.join(frames.exceptions)}"
+        elif frames.cut_short:
+            self.problem = (
+                self.problem or f"the stream ended {frames.cut_short} bytes into a frame; that frame not read"
+            )
+
     def _result(self, complete: bool) -> TapResult:
         if not self._read:
             return TapResult(complete=complete, sse=self._sse, read=False, problem=self.problem)
@@ -173,7 +187,7 @@ class ResponseTap:
             read=True,
             records=records,
             over=self.reader.budget.over,  # after records(): the reader may meet a bound while it assembles them
-            unreadable=self.reader.unreadable,
+            unreadable=self.reader.unreadable + self._unreadable_frames,
             problem=self.problem,
         )
 
@@ -202,8 +216,10 @@ class ResponseTap:
         self.problem = self.problem or problem
 
 
-def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool) -> None:
+def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool, aws_frames: bool = False) -> None:
     """Feeds a whole recorded (already decoded) body to a reader, as the tap would have while it streamed."""
-    tap = ResponseTap(reader, sse=sse, content_encoding=None, read=True, keep_body=False)
+    tap = ResponseTap(
+        reader, sse=sse or aws_frames, content_encoding=None, read=True, keep_body=False, aws_frames=aws_frames
+    )
     tap(body)
     tap.finish(complete=True)

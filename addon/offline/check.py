@@ -20,6 +20,7 @@ from .. import jsoncodec
 from ..cache import CacheLimits, MemoryStore
 from ..decoding import Undecodable, message_body, message_prefix
 from ..diagnosis import Diagnosis, classify
+from ..event_stream import is_aws_event_stream
 from ..formats import RepairContext, WireFormat
 from ..hooks.capture import remember_issuer
 from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
@@ -29,6 +30,7 @@ from ..provenance import Origin
 from ..records import ReasoningRecord, RepairAction, Violation, display_call_id
 from ..redact import redact_json, redact_text, redact_url
 from ..scope import caller_identity, scope_of
+from ..signing import SIGNED_REMEDY, body_signer
 from ..sse_parser import is_event_stream
 from .client_sent import client_sent_body
 
@@ -40,6 +42,7 @@ class ExchangeCheck:
     wire_format: str
     model: str | None
     live_repaired: bool = False  # the recording proxy had already repaired it; the check uses what the client sent
+    signed: str | None = None  # what signed its body (addon/signing.py): the proxy forwards it as sent
     unreadable: str | None = None  # why the request body could not be checked
     beyond_tool: bool = False  # the body is JSON (or may be) that this tool could not follow: nested too deeply, say
     violations: list[Violation] = field(default_factory=list)  # rules the request breaks as sent
@@ -91,7 +94,8 @@ def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecor
     body = message_body(response, MAX_DECODED_BYTES)
     if not body:
         return []
-    read_recorded(wire_format_reader, body, sse=is_event_stream(response.headers))
+    headers = response.headers
+    read_recorded(wire_format_reader, body, sse=is_event_stream(headers), aws_frames=is_aws_event_stream(headers))
     return wire_format_reader.records(complete=True)
 
 
@@ -160,7 +164,9 @@ def _check_exchange(
             named_account=identity.derived,
         )
         check.actions = plan.actions
-        check.remaining = wire_format.check(repaired, plan.context)
+        check.signed = body_signer(flow.request)
+        # A signed body goes on as it was: what it breaks as sent, it still breaks through the proxy.
+        check.remaining = check.violations if check.signed else wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
     if flow.response is None:
         return
@@ -211,7 +217,14 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
             d = check.diagnosis
             out.append(f"    the provider answered: {d.rule} - {d.summary}")
             out.append(f'      "{d.message[:300]}"')
-        if check.actions:
+        if check.actions and check.signed:
+            out.append(f"    through the proxy: sent as it was (signed with {check.signed}, which covers its body)")
+            out.append("    unsigned, the proxy would have:")
+            out += [f"      - {a.describe()}" for a in check.actions]
+            if diffs and check.diff:
+                out.append(_indent(check.diff).rstrip("\n"))
+            out.append(f"    ({SIGNED_REMEDY})")
+        elif check.actions:
             out.append("    through the proxy:")
             out += [f"      - {a.describe()}" for a in check.actions]
             if diffs and check.diff:
@@ -249,7 +262,8 @@ def chain(checks: list[ExchangeCheck]) -> list[str]:
     lines = []
     for check in checks:
         sent_back = sorted({display_call_id(a.tool_call_id) for a in check.actions if a.tool_call_id})
-        restored = f" (client dropped state for {', '.join(sent_back)}; the proxy restores it)" if sent_back else ""
+        fix = f"signed with {check.signed}, so the proxy cannot restore it" if check.signed else "the proxy restores it"
+        restored = f" (client dropped state for {', '.join(sent_back)}; {fix})" if sent_back else ""
         if check.status is not None and check.status >= 400:
             outcome = f"HTTP {check.status} {check.diagnosis.rule if check.diagnosis else ''}".rstrip()
         elif check.calls:

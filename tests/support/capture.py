@@ -38,12 +38,15 @@ def tap_records(
     size: int | None | str | list[int] = None,
     encoding: str | None = None,
     complete: bool = True,
+    aws_frames: bool = False,
 ) -> list[ReasoningRecord]:
-    """The records a format reads from `raw` fed in pieces; `complete=False` cuts the stream off at its end."""
+    """The records a format reads from `raw` fed in pieces; `complete=False` cuts the stream off at its end;
+    `aws_frames`: `raw` is an AWS event stream (Amazon Bedrock)."""
     results: list[TapResult] = []
     tap = ResponseTap(
         wire_format.reader(),
-        sse=sse,
+        sse=sse or aws_frames,
+        aws_frames=aws_frames,
         content_encoding=encoding,
         read=True,
         keep_body=False,

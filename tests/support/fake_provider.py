@@ -218,6 +218,7 @@ class FakeProvider(LoopbackServer):
 
     def __init__(self) -> None:
         from .fake_anthropic import AnthropicDialect
+        from .fake_bedrock import BedrockDialect
         from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
         from .fake_copilot import CopilotMessagesDialect
@@ -248,6 +249,8 @@ class FakeProvider(LoopbackServer):
         self.dialects.insert(0, self.deepseek_anthropic)
         self.vertex_anthropic = VertexAnthropicFake()
         self.dialects.insert(0, self.vertex_anthropic)
+        self.bedrock = BedrockDialect()
+        self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
 
@@ -378,11 +381,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _stream(self, reply: Reply, options: Options, recorded: Recorded | None) -> None:
         compressor = _Compressor(options.encoding)
         self.send_response(reply.status)
-        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-type", reply.headers.get("content-type", "text/event-stream"))
         self.send_header("cache-control", "no-cache")
         self.send_header("transfer-encoding", "chunked")
         for name, value in reply.headers.items():
-            self.send_header(name, value)
+            if name != "content-type":  # a stream of another kind (Bedrock's event-stream frames) says so
+                self.send_header(name, value)
         if options.encoding:
             self.send_header("content-encoding", options.encoding)
         self.end_headers()

@@ -21,7 +21,8 @@ import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import quote
 
 from hypothesis import strategies as st
 from llm_reasoning_proxy import make_addons
@@ -32,11 +33,12 @@ from llm_reasoning_proxy.records import split_call_id
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 
-from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
+from tests.support import fake_anthropic, fake_bedrock, fake_chat, fake_gemini, fake_responses
 from tests.support.capture import split
 from tests.support.fake_provider import Options, Recorded, sse_event
 
 ANSWER_TEXT = ["Let me look.", "Checking — “quotes” and ✓ too.", "a\nb"]
+SSE = "text/event-stream"
 
 
 class RecordingLog(EventLog):
@@ -77,11 +79,11 @@ class InProcessProxy:
         self._no_failure()
         return flow
 
-    def answer(self, flow: http.HTTPFlow, pieces: list[bytes], *, sse: bool) -> None:
+    def answer(self, flow: http.HTTPFlow, pieces: list[bytes], *, sse: bool, stream_type: str = SSE) -> None:
         """The provider's answer streamed through the capture hooks, piece by piece, as mitmproxy does."""
         flow.response = tutils.tresp(
             status_code=200,
-            headers=http.Headers(content_type="text/event-stream" if sse else "application/json"),
+            headers=http.Headers(content_type=stream_type if sse else "application/json"),
             content=None,
         )
         self.capture.responseheaders(flow)
@@ -183,6 +185,7 @@ class Conversation:
     url: str = ""
     stream: bool = False
     has_calls: bool = False  # the history holds tool calls
+    stream_type: ClassVar[str] = SSE  # what a streamed answer is (Bedrock's: AWS event-stream frames)
 
     def keeps(self, what: str) -> bool:
         """Whether the client keeps a piece of state it was given."""
@@ -205,7 +208,7 @@ class Conversation:
                 flow = self.proxy.send(self.url, body, credential)
                 yield Exchange(self, body, flow, credential)
                 raw, sse, answer = self.provide(json.loads(flow.request.raw_content or b""), options)
-                self.proxy.answer(flow, pieces_of(self.data, raw), sse=sse)
+                self.proxy.answer(flow, pieces_of(self.data, raw), sse=sse, stream_type=self.stream_type)
                 if self.keep(answer):
                     break
 
@@ -632,10 +635,119 @@ class GeminiConversation(Conversation):
                     assert "text" in issued, f"contents[{index}].parts[{position}]: not a text signature issued"
 
 
+# --- Amazon Bedrock -----------------------------------------------------------------------------
+
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+BEDROCK_BASE = f"https://bedrock-runtime.us-east-1.amazonaws.com/model/{quote(BEDROCK_MODEL, safe='')}"
+
+
+class BedrockInvokeConversation(AnthropicConversation):
+    """Claude through InvokeModel: the Messages body with `anthropic_version` and without `model` or `stream` (the
+    path says them), streamed in `chunk` frames."""
+
+    stream_type = fake_bedrock.EVENT_STREAM
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.force_stream() if self.stream else self._route()
+
+    def _route(self) -> None:
+        self.url = f"{BEDROCK_BASE}/{'invoke-with-response-stream' if self.stream else 'invoke'}"
+
+    def force_stream(self) -> None:
+        self.stream = True
+        self._route()
+
+    def request(self) -> dict[str, Any]:
+        doc = super().request()
+        del doc["model"], doc["stream"]
+        return {"anthropic_version": "bedrock-2023-05-31", **doc}
+
+    def provide(self, doc: dict[str, Any], options: Options) -> tuple[bytes, bool, Any]:
+        raw, sse, message = super().provide({**doc, "model": BEDROCK_MODEL, "stream": self.stream}, options)
+        if sse:
+            raw = b"".join(fake_bedrock.chunk(event) for event in sse_data(raw))
+        return raw, sse, message
+
+
+@dataclass
+class BedrockConverseConversation(Conversation):
+    stream_type = fake_bedrock.EVENT_STREAM
+
+    def __post_init__(self) -> None:
+        self.fake = fake_bedrock.BedrockDialect().claude
+        self.stream = self.data.draw(st.booleans(), label="stream")
+        self.thinking = self.data.draw(st.sampled_from([True, True, True, False]), label="thinking")
+        self.redacted = self.data.draw(st.sampled_from([None, "1", "both"]), label="redacted")
+        self.messages: list[dict[str, Any]] = []
+        self._route()
+
+    def _route(self) -> None:
+        self.url = f"{BEDROCK_BASE}/{'converse-stream' if self.stream else 'converse'}"
+
+    def force_stream(self) -> None:
+        self.stream = True
+        self._route()
+
+    @property
+    def issues_state(self) -> bool:
+        return self.thinking
+
+    def user(self, text: str) -> None:
+        self.messages.append({"role": "user", "content": [{"text": text}]})
+
+    def request(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "messages": copy.deepcopy(self.messages),
+            "inferenceConfig": {"maxTokens": 4096},
+            "toolConfig": {"tools": [{"toolSpec": {"name": "list_directory", "inputSchema": {"json": {}}}}]},
+        }
+        if self.thinking:
+            doc["additionalModelRequestFields"] = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+        return doc
+
+    def provide(self, doc: dict[str, Any], options: Options) -> tuple[bytes, bool, Any]:
+        claude_doc, problem = fake_bedrock.as_claude(doc, BEDROCK_MODEL)
+        problem = problem or self.fake.validate(claude_doc)
+        assert problem is None, f"Bedrock refused the request: {problem}"
+        message = self.fake.answer(claude_doc, options, self.redacted)
+        content = [fake_bedrock.converse_block(block) for block in message["content"]]
+        if self.stream:
+            return b"".join(fake_bedrock.converse_frames(content, message["stop_reason"])), True, content
+        answer = {"output": {"message": {"role": "assistant", "content": content}}, "stopReason": "end_turn"}
+        return json.dumps(answer).encode(), False, content
+
+    def keep(self, answer: Any) -> bool:
+        uses = [block["toolUse"] for block in answer if "toolUse" in block]
+        if not uses:
+            self.messages.append({"role": "assistant", "content": copy.deepcopy(answer)})
+            return True
+        self.has_calls = True
+        kept_reasoning = self.keeps("reasoning blocks")
+        content = [
+            copy.deepcopy(block)
+            for block in answer
+            if ("reasoningContent" in block and kept_reasoning)
+            or ("text" in block and self.keeps("text block"))
+            or "toolUse" in block
+        ]
+        self.messages.append({"role": "assistant", "content": content})
+        results = [{"toolResult": {"toolUseId": use["toolUseId"], "content": [{"text": "a.txt"}]}} for use in uses]
+        self.messages.append({"role": "user", "content": results})
+        return False
+
+    def verify(self, doc: dict[str, Any]) -> None:
+        claude_doc, problem = fake_bedrock.as_claude(doc, BEDROCK_MODEL)
+        assert problem is None, problem
+        AnthropicConversation.verify(self, claude_doc)  # the blocks Claude gets are the ones it issued
+
+
 # One case per provider, so that each gets its share of examples.
 CASES: dict[str, tuple[str, type[Conversation], str]] = {
     **{f"chat-{name}": ("chat_completions", ChatConversation, name) for name in CHAT_DIALECTS},
     "responses": ("openai_responses", ResponsesConversation, ""),
     "anthropic": ("anthropic_messages", AnthropicConversation, ""),
     "gemini": ("gemini_native", GeminiConversation, ""),
+    "bedrock-invoke": ("anthropic_messages", BedrockInvokeConversation, ""),
+    "bedrock-converse": ("bedrock_converse", BedrockConverseConversation, ""),
 }
