@@ -5,6 +5,7 @@ in which their error rules are tried and in which they are asked whether they se
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from .base import ChatSignature, Dialect, Rule
 
@@ -21,6 +22,10 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "dashscope",
+    "moonshot",
+    "zai",
+    "minimax",
 )
 
 
@@ -49,8 +54,15 @@ def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:
     return dialect.chat_signature(model) if dialect is not None else None
 
 
-def requires_reasoning_content(model: str) -> bool:
-    return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
+def requires_reasoning_content(model: str, doc: Any = None) -> bool:
+    """Whether a request for `model` is refused for an assistant tool-call message without `reasoning_content`, whoever
+    serves it (`doc`, the request, may turn the model's thinking off)."""
+    return any(d.requires_reasoning_content(model) and not d.thinking_off(model, doc) for d in DIALECTS)
+
+
+def message_fields() -> tuple[str, ...]:
+    """The assistant-message fields of chat answers that some dialect adds to those every chat host knows."""
+    return tuple(dict.fromkeys(name for dialect in DIALECTS for name in dialect.message_fields))
 
 
 __all__ = [
@@ -58,6 +70,7 @@ __all__ = [
     "ChatSignature",
     "Dialect",
     "chat_signature",
+    "message_fields",
     "named",
     "requires_reasoning_content",
     "rules",

@@ -22,7 +22,7 @@ from ..decoding import Undecodable, message_body, message_prefix
 from ..diagnosis import Diagnosis, classify
 from ..formats import RepairContext, WireFormat
 from ..hooks.capture import remember_issuer
-from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
+from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model, silent_provider
 from ..hooks.response_tap import read_recorded
 from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from ..provenance import Origin
@@ -50,6 +50,8 @@ class ExchangeCheck:
     diagnosis: Diagnosis | None = None
     calls: list[str] = field(default_factory=list)  # tool calls the answer made
     captured: list[str] = field(default_factory=list)  # reasoning fields read from the answer
+    # The provider, when it answers a request that lacks state it issued all the same (only worse)
+    silent_provider: str | None = None
 
     @property
     def dropped(self) -> list[RepairAction]:
@@ -58,7 +60,12 @@ class ExchangeCheck:
 
     @property
     def fails_as_sent(self) -> bool:
-        return bool(self.violations or self.dropped)
+        return bool(self.violations or (self.dropped and self.silent_provider is None))
+
+    @property
+    def loses_reasoning(self) -> bool:
+        """Answered as sent, but without reasoning the provider issued and reads back."""
+        return bool(self.dropped and self.silent_provider is not None and not self.violations)
 
     @property
     def fails_after_repair(self) -> bool:
@@ -160,6 +167,7 @@ def _check_exchange(
             named_account=identity.derived,
         )
         check.actions = plan.actions
+        check.silent_provider = silent_provider(plan.context, plan.actions)
         check.remaining = wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
     if flow.response is None:
@@ -197,11 +205,15 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
         if check.unreadable:
             out.append(f"    not checked: {check.unreadable}")
             continue
-        if not check.fails_as_sent:
+        if check.loses_reasoning:
+            provider = check.silent_provider
+            out.append(f"    as sent: {provider} answers it, without the reasoning it issued (its drops are silent)")
+        elif not check.fails_as_sent:
             out.append("    as sent: breaks no known rule")
         else:
             out.append("    as sent: would fail")
             out += [f"      - {v.describe()}" for v in check.violations]
+        if check.fails_as_sent or check.loses_reasoning:
             out += [
                 f"      - drops {', '.join(a.fields)} the provider returned "
                 f"({a.location}{', tool call ' + display_call_id(a.tool_call_id) if a.tool_call_id else ''})"
@@ -231,10 +243,12 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
     failing = [c.number for c in checks if c.fails_as_sent]
     still = [c.number for c in checks if c.fails_after_repair]
     unchecked = [c.number for c in checks if c.beyond_tool]
+    losing = [c.number for c in checks if c.loses_reasoning]
     out.append("")
     out.append(
         f"{len(checks)} LLM request(s); {len(failing)} would fail as sent{_numbers(failing)}; "
-        f"{len(still)} would still fail through the proxy{_numbers(still)}"
+        + (f"{len(losing)} would lose reasoning silently{_numbers(losing)}; " if losing else "")
+        + f"{len(still)} would still fail through the proxy{_numbers(still)}"
         + (f"; {len(unchecked)} could not be checked{_numbers(unchecked)}." if unchecked else ".")
     )
     return redact_text("\n".join(out) + "\n")
