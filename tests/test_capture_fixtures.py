@@ -244,6 +244,8 @@ FORMAT_OF_DIRECTORY = {
     "gemini-openai-compat": "chat_completions",
     "openai-responses": "openai_responses",
     "openrouter": "chat_completions",
+    "zai": "chat_completions",
+    "dashscope": "chat_completions",
 }
 ALL_STREAMS = sorted(FIXTURES.glob("*/*.sse"))
 

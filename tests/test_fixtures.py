@@ -50,6 +50,8 @@ PROVIDER_PATHS = {
     "gemini-openai-compat": "/v1beta/openai/chat/completions",
     "openai-responses": RESPONSES,
     "openrouter": "/api/v1/chat/completions",
+    "zai": "/api/paas/v4/chat/completions",
+    "dashscope": "/compatible-mode/v1/chat/completions",
 }
 SSE = "text/event-stream"
 JSON = "application/json"
