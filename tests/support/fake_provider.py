@@ -217,6 +217,7 @@ class FakeProvider(LoopbackServer):
     server_class = _QuietServer
 
     def __init__(self) -> None:
+        from . import fake_chat_hosts
         from .fake_anthropic import AnthropicDialect
         from .fake_chat import ChatDialect
         from .fake_gemini import GeminiDialect
@@ -229,6 +230,9 @@ class FakeProvider(LoopbackServer):
         self.anthropic = AnthropicDialect()
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
+        # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
+        self.chat_hosts = fake_chat_hosts.chat_host_fakes()
+        self.dialects[-1:-1] = self.chat_hosts.values()
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
 
