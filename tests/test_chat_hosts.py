@@ -96,7 +96,8 @@ def test_each_host_is_served_by_its_dialect(host: str, path: str, model: str, na
 
 
 def test_a_qwen_model_elsewhere_is_not_dashscope() -> None:
-    assert dialects.serving("api.cerebras.ai", "/v1/chat/completions", "qwen-3-coder-480b") is None
+    assert dialects.serving("vllm.internal", "/v1/chat/completions", "qwen3-32b") is None
+    assert dialects.serving("api.cerebras.ai", "/v1/chat/completions", "qwen-3-coder-480b").name == "cerebras"
 
 
 def test_only_the_text_dialects_say_their_drops_are_silent() -> None:

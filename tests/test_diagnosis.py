@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, copilot, deepseek, gateways, gemini, openai, zai
+from llm_reasoning_proxy.dialects import anthropic, base, cerebras, copilot, deepseek, gateways, gemini, openai, zai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -409,6 +409,11 @@ XAI_UNDECRYPTABLE = (
     "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
     "previous response."
 )
+CEREBRAS_UNSUPPORTED = (
+    "messages.{index}.assistant.reasoning_content: property 'messages.{index}.assistant.reasoning_content' is "
+    "unsupported"
+)
+XAI_COMPACTION_BLOB = "Could not decode the compaction blob. Ensure it is unmodified from the compact response."
 NOT_THIS_CALLER = "reasoning `encrypted_content` was not issued to this caller"
 OPENROUTER_OTHER_MODEL = (
     "Your request contains encrypted reasoning or compaction content that was produced under a different model..."
@@ -503,6 +508,71 @@ REFERENCE_2026_CASES = [
         XAI_UNDECRYPTABLE,
         expect("responses_encrypted_content_invalid", "xai", "invalid", "encrypted_content"),
         id="xai-undecryptable",
+    ),
+    # Copilot's /v1/messages, in Copilot's envelope: without backticks (caozhiyuan/copilot-api #63), and wrapped once
+    # more as a JSON text by copilot-api (#78)
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": "messages.1.content.0: Invalid signature in thinking block",
+                    "code": "invalid_request_body",
+                }
+            }
+        ),
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-messages-invalid-signature",
+    ),
+    pytest.param(
+        json.dumps(
+            {
+                "error": {
+                    "message": json.dumps(
+                        {
+                            "type": "error",
+                            "error": {"type": "invalid_request_error", "message": ANTHROPIC_SIGNATURE},
+                            "request_id": "req_011CXXe12eFiE3gWLgWSZ1eg",
+                        }
+                    ),
+                    "type": "error",
+                }
+            }
+        ),
+        ANTHROPIC_SIGNATURE,
+        expect("anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0),
+        id="copilot-api-nested-invalid-signature",
+    ),
+    # Cerebras takes no reasoning_content back (Kilo-Org/kilocode #10375; one line a message, as
+    # Alishahryar1/free-claude-code #1136 shows it)
+    pytest.param(
+        json.dumps(
+            {
+                "message": CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+                "type": "invalid_request_error",
+                "param": "validation_error",
+                "code": "wrong_api_format",
+            }
+        ),
+        CEREBRAS_UNSUPPORTED.format(index=2) + "\n" + CEREBRAS_UNSUPPORTED.format(index=4),
+        expect("reasoning_content_unsupported", "cerebras", "unsupported", "reasoning_content", index=2),
+        id="cerebras-reasoning-content",
+    ),
+    # A reasoning item sent back without its summary (chenyme/grok2api #688, PR #689)
+    pytest.param(
+        json.dumps({"code": "invalid-argument", "error": XAI_COMPACTION_BLOB}),
+        XAI_COMPACTION_BLOB,
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob",
+    ),
+    # Passed on by a gateway in front of xAI (chenyme/grok2api #688, as Claude Code shows it)
+    pytest.param(
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        f"API Error: 400 {XAI_COMPACTION_BLOB}",
+        expect("reasoning_summary_missing", "xai", "missing", "summary"),
+        id="xai-compaction-blob-passed-on",
     ),
     # DeepSeek's /anthropic endpoint, HTTP 422
     pytest.param(
@@ -1151,6 +1221,10 @@ def _alter_extra_content(message: dict) -> None:
     message["tool_calls"][0]["extra_content"]["google"]["thought_signature"] = "AAAA"
 
 
+def _alter_opaque(message: dict) -> None:
+    message["reasoning_opaque"] = message["reasoning_opaque"][::-1]
+
+
 def _alter_litellm_signature(message: dict) -> None:
     call = message["tool_calls"][0]
     call["id"] = call["id"].split("__thought__")[0]
@@ -1283,6 +1357,33 @@ FAKE_CHAT_CASES = [
         "Thought signature is not valid.",
         expect("signature_invalid", "gemini", "invalid", "thought_signature"),
         id="gemini-compat-altered",
+    ),
+    # Claude 5 on Copilot's chat completions: Anthropic's texts in Copilot's envelope
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _drop("reasoning_opaque"),
+        fake_chat.ANTHROPIC_EXPECTED_THINKING.format(index=1),
+        expect(
+            "anthropic_thinking_expected",
+            "anthropic",
+            "missing",
+            "thinking block",
+            index=1,
+            block=0,
+            wrapped_by="copilot",
+        ),
+        id="copilot-claude-missing",
+    ),
+    pytest.param(
+        "claude-sonnet-5",
+        "/chat/completions",
+        _alter_opaque,
+        "messages.1.content.0: Invalid signature in thinking block",
+        expect(
+            "anthropic_signature_invalid", "anthropic", "invalid", "signature", index=1, block=0, wrapped_by="copilot"
+        ),
+        id="copilot-claude-altered",
     ),
     pytest.param(
         "gemini-3-pro-preview",
@@ -1790,6 +1891,7 @@ def _check_rule_ids_run() -> set[str]:
         ],
     }
     responses = {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
+    xai = {"input": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "x"}, {"role": "assistant"}]}
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
@@ -1800,6 +1902,7 @@ def _check_rule_ids_run() -> set[str]:
         | run("gemini_native", gemini, f"/v1/projects/p/locations/global/publishers/google/{gemini_path}")
         | run("anthropic_messages", anthropic, "/v1/messages")
         | run("openai_responses", responses, "/v1/responses")
+        | run("openai_responses", xai, "/v1/responses", "grok-4")
     )
 
 
@@ -1832,6 +1935,7 @@ ERROR_ONLY_RULES = {
     copilot.UNSUPPORTED_API_FOR_MODEL,
     copilot.REASONING_EFFORT_UNSUPPORTED,
     copilot.COPILOT_INVALID_REQUEST_BODY,
+    cerebras.REASONING_CONTENT_UNSUPPORTED,
     zai.ZAI_MESSAGES_ILLEGAL,
 }
 

@@ -22,6 +22,8 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "gateways",
     "copilot",
     "openrouter",
+    "xai",
+    "cerebras",
     "dashscope",
     "moonshot",
     "zai",
@@ -65,6 +67,12 @@ def message_fields() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for dialect in DIALECTS for name in dialect.message_fields))
 
 
+def reasoning_summary_required(host: str, path: str, model: str) -> bool:
+    """Whether whoever serves a Responses API request refuses a reasoning item sent back without its `summary`."""
+    dialect = serving(host, path, model)
+    return dialect is not None and dialect.reasoning_summary_required(model)
+
+
 __all__ = [
     "DIALECTS",
     "ChatSignature",
@@ -72,6 +80,7 @@ __all__ = [
     "chat_signature",
     "message_fields",
     "named",
+    "reasoning_summary_required",
     "requires_reasoning_content",
     "rules",
     "serving",

@@ -167,6 +167,11 @@ class Dialect:
         """Whether `model` refuses an assistant tool-call message without `reasoning_content`, whoever serves it."""
         return False
 
+    def reasoning_summary_required(self, model: str) -> bool:
+        """For a request it serves on the Responses API: whether a reasoning item sent back with its
+        `encrypted_content` is refused without its `summary`."""
+        return False
+
     def thinking_off(self, model: str, doc: Any) -> bool:
         """Whether a request turns `model`'s thinking off, so that none of it is required back."""
         return False

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .anthropic import ANTHROPIC_THINKING_EXPECTED
 from .base import ChatSignature, Dialect, Rule, rx
 from .gemini import VERTEX_SIGNATURE_MISSING
 
@@ -20,6 +21,11 @@ COPILOT_INVALID_REQUEST_BODY = "copilot_invalid_request_body"
 
 # What a Copilot client sends back for a field an upstream text names.
 GATEWAY_FIELDS = {"thought_signature": "reasoning_opaque"}
+
+# Claude's 5-generation models always think on Copilot (`"adaptive_thinking": "required"` in its model list) and return
+# only `reasoning_opaque` (Anthropic's signature), no `reasoning_text`
+# (https://github.com/github/copilot-sdk/issues/2352).
+_CLAUDE_ALWAYS_THINKING = re.compile(r"^claude-(?:(?:sonnet|opus)-5|opus-4\.8)\b")
 
 _SCHEMA_LOCATION = rx(r"Location:\s*(?P<loc>\S+)")
 _SCHEMA_PROPERTY = re.compile(r"/properties/([^/\s.,]+)")
@@ -86,7 +92,9 @@ RULES: tuple[Rule, ...] = (
 class Copilot(Dialect):
     """GitHub Copilot serves Gemini 3 on chat completions and wants a current-turn function call's signature back as
     the message's `reasoning_opaque`, or Vertex AI's error comes back through it (captures in
-    tests/fixtures/copilot/)."""
+    tests/fixtures/copilot/). Claude there is Anthropic behind Copilot: a model that always thinks wants its
+    `reasoning_opaque` back on the tool-call message, the thinking block Anthropic requires before `tool_use`. On
+    `/v1/messages` Claude takes Anthropic's own blocks, and `/responses` serves GPT-5 as OpenAI does."""
 
     name = "copilot"
     host = "api.githubcopilot.com"
@@ -97,7 +105,11 @@ class Copilot(Dialect):
         return "githubcopilot" in host
 
     def chat_signature(self, model: str) -> ChatSignature | None:
-        return ChatSignature(VERTEX_SIGNATURE_MISSING, "reasoning_opaque") if "gemini-3" in model else None
+        if "gemini-3" in model:
+            return ChatSignature(VERTEX_SIGNATURE_MISSING, "reasoning_opaque")
+        if _CLAUDE_ALWAYS_THINKING.match(model):
+            return ChatSignature(ANTHROPIC_THINKING_EXPECTED, "reasoning_opaque")
+        return None
 
 
 DIALECT = Copilot()

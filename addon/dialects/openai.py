@@ -1,10 +1,9 @@
-"""OpenAI's errors: the Responses API (and xAI's copy of it) and chat completions, as OpenAI-compatible hosts
-repeat them.
+"""OpenAI's errors: the Responses API and chat completions, as OpenAI-compatible hosts repeat them (xAI's copy of the
+Responses API words its own: addon/dialects/xai.py).
 
 Documentation: https://platform.openai.com/docs/guides/reasoning (reasoning items and their encrypted_content),
 https://platform.openai.com/docs/guides/conversation-state (stored items, previous_response_id) and
-https://platform.openai.com/docs/api-reference/chat/create; xAI's at https://docs.x.ai/docs/guides/reasoning. Each
-rule's captured text is named with it.
+https://platform.openai.com/docs/api-reference/chat/create. Each rule's captured text is named with it.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import re
 from typing import Any
 from urllib.parse import unquote
 
-from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Dialect, Q, Rule, path_places, rx
+from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, Dialect, Q, Rule, path_places, rx
 
 RESPONSES_REASONING_MISSING = "responses_reasoning_missing"
 RESPONSES_REASONING_ORPHANED = "responses_reasoning_orphaned"
@@ -108,18 +107,6 @@ RESPONSES_RULES: tuple[Rule, ...] = (
         "a reasoning item's encrypted_content is not a value the server issued (altered, truncated, or from "
         "another organisation, model or deployment)",
     ),
-    # xAI (https://github.com/hackerai-tech/hackerai/pull/996): the same text for an edited blob and for one from
-    # another xAI account or vendor.
-    Rule(
-        RESPONSES_ENCRYPTED_CONTENT_INVALID,
-        "xai",
-        "invalid",
-        "encrypted_content",
-        "could not decrypt the provided",
-        rx(r"Could\s+not\s+decrypt\s+the\s+provided\s+", B, "encrypted_content", B),
-        "a reasoning item's encrypted_content could not be decrypted (edited, or issued to another xAI account or "
-        "by another provider)",
-    ),
     # https://github.com/router-for-me/CLIProxyAPI/issues/2368, https://github.com/microsoft/vscode/issues/320060
     Rule(
         TOOL_RESULT_MISSING,
@@ -210,7 +197,7 @@ def deployment_model(path: str) -> str | None:
 
 
 class OpenAI(Dialect):
-    """OpenAI (and Azure OpenAI, xAI and other hosts of the Responses API and chat completions)."""
+    """OpenAI (and Azure OpenAI and other hosts of the Responses API and chat completions)."""
 
     name = "openai"
     rules = RESPONSES_RULES + CHAT_RULES

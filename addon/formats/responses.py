@@ -1,4 +1,4 @@
-"""The OpenAI Responses API (`POST …/responses`, also GitHub Copilot's `/responses`).
+"""The OpenAI Responses API (`POST …/responses`, also GitHub Copilot's `/responses` and xAI's `/v1/responses`).
 
 A response's reasoning is an output item of its own (`type: "reasoning"`, an
 `rs_…` id, the `encrypted_content` and a `summary`), followed by the items the
@@ -13,7 +13,10 @@ put the item back verbatim.
 The copies of a reasoning item differ within one stream: `output_item.added`
 carries a stub `encrypted_content`, `output_item.done` the full value and
 `response.completed` a re-encrypted copy. Items are therefore keyed by their
-`rs_…` id, never by `encrypted_content`, and the `output_item.done` copy wins.
+`rs_…` id, never by `encrypted_content`, and the `output_item.done` copy wins. (xAI's
+`output_item.added` has no `encrypted_content` at all, and its other two copies are the
+same bytes.) A reasoning item sent back without its `summary` gets it back: xAI refuses
+the item without it.
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import re
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from .. import jsoncodec
+from .. import dialects, jsoncodec
 from ..dialects.openai import RESPONSES_REASONING_ORPHANED, deployment_model
+from ..dialects.xai import REASONING_SUMMARY_MISSING
 from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
@@ -384,6 +388,49 @@ def insert_missing(items: list[Any], cache: CacheView) -> list[RepairAction]:
     return actions
 
 
+def lacks_summary(item: Any) -> bool:
+    """A reasoning item sent back with its encrypted_content but without its `summary` (xAI refuses it: "Could not
+    decode the compaction blob", addon/dialects/xai.py)."""
+    return _reasoning_id(item) is not None and "summary" not in item and isinstance(item.get("encrypted_content"), str)
+
+
+def _produced_by(
+    items: list[Any], index: int, cache: CacheView
+) -> tuple[ReasoningRecord, str | None, Literal["id", "fingerprint"]] | None:
+    """The cached record of the reasoning item at `index`, found through the items it produced right after it."""
+    reasoning_id = _reasoning_id(items[index])
+    for item in items[index + 1 :]:
+        if not is_model_output(item):
+            return None
+        found = _found(item, cache)
+        if found is not None and _cached_reasoning(found[0]) == reasoning_id:
+            return found
+    return None
+
+
+def restore_summaries(items: list[Any], cache: CacheView) -> list[RepairAction]:
+    """Puts back the `summary` of each reasoning item sent back without it, as the provider issued it."""
+    actions = []
+    for index, item in enumerate(items):
+        found = _produced_by(items, index, cache) if lacks_summary(item) else None
+        if found is None or "summary" not in found[0].fields:
+            continue
+        record, call_id, via = found
+        item["summary"] = copy.deepcopy(record.fields["summary"])
+        actions.append(
+            RepairAction(
+                kind="restored",
+                location=f"input[{index}]",
+                index=index,
+                fields=["summary"],
+                tool_call_id=call_id,
+                response_id=record.response_id,
+                via=via,
+            )
+        )
+    return actions
+
+
 def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[RepairAction]:
     """Drops the reasoning items whose `encrypted_content` another model, deployment, host or account issued: the
     server cannot decrypt them, and takes the conversation without them."""
@@ -473,13 +520,14 @@ class Responses(Routed):
         actions = remove_orphans(items)
         if not _server_holds_history(doc):
             actions += insert_missing(items, cache)
+            actions += restore_summaries(items, cache)
         return actions
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         items = doc.get("input") if isinstance(doc, dict) else None
         if not isinstance(items, list):
             return []
-        return [
+        violations = [
             Violation(
                 rule=RESPONSES_REASONING_ORPHANED,
                 location=f"input[{index}]",
@@ -487,6 +535,17 @@ class Responses(Routed):
             )
             for index in orphans(items)
         ]
+        if dialects.reasoning_summary_required(context.host, context.path, context.model or ""):
+            violations += [
+                Violation(
+                    rule=REASONING_SUMMARY_MISSING,
+                    location=f"input[{index}]",
+                    message=f"reasoning item {_reasoning_id(item)} has its encrypted_content but no summary",
+                )
+                for index, item in enumerate(items)
+                if lacks_summary(item)
+            ]
+        return violations
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         item = item_at(doc, self.items_key, index)

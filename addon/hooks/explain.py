@@ -22,6 +22,7 @@ from ..cache import StoreUnavailable
 from ..decoding import message_body, message_prefix
 from ..diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
 from ..dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
+from ..dialects.cerebras import REASONING_CONTENT_UNSUPPORTED
 from ..dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
 from ..dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from ..events import Diagnosed
@@ -85,6 +86,10 @@ _RULE_ADVICE = {
         "leave it out"
     ),
     REASONING_EFFORT_UNSUPPORTED: "leave the reasoning effort out for this model: it does not take one",
+    REASONING_CONTENT_UNSUPPORTED: (
+        "the client sent reasoning_content, which this host does not take back (the proxy never adds it): the "
+        "client must leave it out, or send the reasoning as the host returned it (Cerebras: `reasoning`)"
+    ),
     # Only when the format's checks found nothing either (else the advice is the one for what they found).
     COPILOT_INVALID_REQUEST_BODY: (
         "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "

@@ -21,6 +21,15 @@ The dialect is chosen the way the real request would reach each service:
   refused with `invalid_request_body`. With `x-fake-bare: 1` every refusal is
   that bare body, as Copilot answered a missing `reasoning_opaque`
   (zed-industries/zed #43024).
+* "claude-*": GitHub Copilot serving a Claude model that always thinks
+  (claude-sonnet-5 and its kin; github/copilot-sdk #2352): a tool turn carries
+  `reasoning_opaque` (an Anthropic signature) and no `reasoning_text`. Copilot
+  hands the turn to Anthropic, which wants the final assistant message to start
+  with its thinking block: without `reasoning_opaque` there, Anthropic's text in
+  Copilot's envelope (the fake's assumption: Copilot passes Vertex's text on the
+  same way for Gemini); a `reasoning_opaque` it did not issue, "messages.N.
+  content.0: Invalid signature in thinking block" as Copilot words it
+  (caozhiyuan/copilot-api #63). `x-fake-bare: 1` as for Gemini.
 * "deepseek-*": DeepSeek thinking mode. Every assistant tool-call message must
   carry `reasoning_content`.
 * anything else: a plain OpenAI-compatible host with no reasoning rules.
@@ -88,6 +97,8 @@ def dialect_of(model: str, path: str) -> str:
         return "openrouter"
     if model.startswith("gemini"):
         return "copilot"
+    if model.startswith("claude-"):
+        return "copilot_claude"
     if model.startswith("deepseek"):
         return "deepseek"
     return "plain"
@@ -147,6 +158,7 @@ class ChatDialect:
         self.issued_calls: dict[str, dict[str, Any]] = {}  # tool call id -> the call exactly as issued
         self._by_fingerprint: dict[tuple[str, str], str] = {}
         self.degraded: list[str] = []  # LiteLLM: ids of calls sent with a dummy signature
+        self.opaques: set[str] = set()  # Copilot Claude: every reasoning_opaque issued
         self._lock = threading.Lock()
 
     def matches(self, path: str) -> bool:
@@ -157,7 +169,7 @@ class ChatDialect:
         messages = [m for m in doc.get("messages") or [] if isinstance(m, dict)]
         headers: dict[str, str] = {}
         error = getattr(self, f"_check_{dialect}", lambda *_: None)(messages, headers)
-        if error is not None and dialect == "copilot" and recorded.headers.get("x-fake-bare") == "1":
+        if error is not None and dialect.startswith("copilot") and recorded.headers.get("x-fake-bare") == "1":
             error = (400, COPILOT_INVALID_BODY)
         if error is not None:
             return Reply(error[0], error[1])
@@ -186,6 +198,21 @@ class ChatDialect:
                 return 400, {"error": {"message": text, "code": "invalid_request_body"}}
             if opaque != self.issued_for(calls[0])[1].get("reasoning_opaque"):
                 return 400, {"error": {"message": "Thought signature is not valid.", "code": "invalid_request_body"}}
+        return None
+
+    def _check_copilot_claude(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
+        for message in messages:
+            if message.get("role") == "assistant" and message.get("content") == []:
+                return 400, COPILOT_INVALID_BODY
+        for index, message in enumerate(messages):
+            opaque = message.get("reasoning_opaque") if message.get("role") == "assistant" else None
+            if opaque is not None and opaque not in self.opaques:
+                text = f"messages.{content_block(messages, index) - 1}.content.0: Invalid signature in thinking block"
+                return 400, {"error": {"message": text, "code": "invalid_request_body"}}
+        last = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+        if last is not None and messages[last].get("tool_calls") and messages[last].get("reasoning_opaque") is None:
+            text = ANTHROPIC_EXPECTED_THINKING.format(index=content_block(messages, last) - 1)
+            return 400, {"error": {"message": text, "code": "invalid_request_body"}}
         return None
 
     def _check_deepseek(self, messages: list[dict], headers: dict) -> tuple[int, Any] | None:
@@ -353,6 +380,21 @@ class ChatDialect:
                 d["reasoning_opaque"] = opaque
             chunks.append(_delta(d, "tool_calls" if i == len(calls) - 1 else None))
         return {"reasoning_opaque": opaque, "reasoning_text": text}, chunks
+
+    def _turn_copilot_claude(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
+        opaque = "Eq" + base64.b64encode(os.urandom(180)).decode()  # Anthropic's signature, as Copilot passes it
+        message["reasoning_opaque"] = opaque
+        with self._lock:
+            self.opaques.add(opaque)
+        chunks = [_delta({"content": None, "role": "assistant"}) for _ in range(1 + (options.events or 0))]
+        if options.content:
+            chunks.append(_delta({"content": options.content, "role": "assistant"}))
+        for i, call in enumerate(calls):
+            d: dict[str, Any] = {"content": None, "role": "assistant", "tool_calls": [{**call, "index": i}]}
+            if i == 0:
+                d["reasoning_opaque"] = opaque
+            chunks.append(_delta(d, "tool_calls" if i == len(calls) - 1 else None))
+        return {"reasoning_opaque": opaque}, chunks
 
     def _turn_deepseek(self, message: dict, calls: list[dict], name: str, model: str, options: Options):
         text = f"The user wants a listing. I will call {name}." + (f" {options.say}" if options.say else "")

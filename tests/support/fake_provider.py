@@ -219,9 +219,12 @@ class FakeProvider(LoopbackServer):
     def __init__(self) -> None:
         from . import fake_chat_hosts
         from .fake_anthropic import AnthropicDialect
+        from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
+        from .fake_copilot import CopilotMessagesDialect
         from .fake_gemini import GeminiDialect
         from .fake_responses import ResponsesDialect
+        from .fake_xai import XaiResponsesDialect
 
         super().__init__()
         self.requests: list[Recorded] = []
@@ -230,6 +233,12 @@ class FakeProvider(LoopbackServer):
         self.anthropic = AnthropicDialect()
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
+        self.xai = XaiResponsesDialect()
+        self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
+        self.copilot_messages = CopilotMessagesDialect()
+        self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
+        self.cerebras = CerebrasDialect()
+        self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
         # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
         self.chat_hosts = fake_chat_hosts.chat_host_fakes()
         self.dialects[-1:-1] = self.chat_hosts.values()
