@@ -242,6 +242,7 @@ FORMAT_OF_DIRECTORY = {
     "deepseek": "chat_completions",
     "gemini": "gemini_native",
     "gemini-openai-compat": "chat_completions",
+    "mistral": "chat_completions",
     "openai-responses": "openai_responses",
     "openrouter": "chat_completions",
     "zai": "chat_completions",

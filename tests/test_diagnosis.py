@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, cerebras, copilot, deepseek, gateways, gemini, openai, zai
+from llm_reasoning_proxy.dialects import anthropic, base, cerebras, copilot, gateways, gemini, openai, zai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -1848,6 +1848,9 @@ def _check_rule_ids_in_source() -> set[str]:
             if isinstance(value, ast.Attribute) and value.attr == "rule":  # a dialect's ChatSignature
                 found |= {sig.rule for d in dialects.DIALECTS if (sig := d.chat_signature("gemini-3-pro-preview"))}
                 continue
+            if isinstance(value, ast.Attribute) and value.attr in base.MessagesThinking._fields:  # a dialect's rules
+                found |= {getattr(r, value.attr) for d in dialects.DIALECTS if (r := d.messages_thinking("deepseek-"))}
+                continue
             names = {n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id.isupper()}
             if not names:
                 assert pickers, f"{source.name}:{call.lineno}: a rule id this test cannot follow"
@@ -1877,6 +1880,8 @@ def _check_rule_ids_run() -> set[str]:
             {"role": "tool", "tool_call_id": "c9", "content": "a"},
         ]
     }
+    answered = {"role": "assistant", "content": "Two files.", "reasoning_content": "From DeepSeek."}
+    with_reasoning_content = {"messages": [{"role": "user", "content": "u"}, answered]}  # to Mistral
     gemini = {
         "contents": [
             {"role": "user", "parts": [{"text": "u"}]},
@@ -1892,15 +1897,27 @@ def _check_rule_ids_run() -> set[str]:
     }
     responses = {"input": [{"type": "reasoning", "id": "rs_1", "summary": []}]}
     xai = {"input": [{"type": "reasoning", "id": "rs_1", "encrypted_content": "x"}, {"role": "assistant"}]}
+    redacted = {"type": "redacted_thinking", "data": "EtkE"}
+    use = {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}
+    deepseek_anthropic = {  # thinking on by default there: a turn without its thinking, and a block it cannot read
+        "messages": [
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a"}]},
+            {"role": "assistant", "content": [redacted, {"type": "text", "text": "Two files."}]},
+        ],
+    }
     gemini_path = "models/gemini-3-pro-preview:generateContent"
     return (
         run("chat_completions", chat, "/v1/chat/completions", "deepseek-reasoner")
+        | run("chat_completions", with_reasoning_content, "/v1/chat/completions", "magistral-medium-latest")
         | run("chat_completions", chat, "/chat/completions", "gemini-3-pro-preview", "api.githubcopilot.com")
         | run("chat_completions", chat, "/v1beta/openai/chat/completions", "gemini-3-pro-preview")
         | run("chat_completions", chat, "/api/v1/chat/completions", "google/gemini-3-pro-preview")
         | run("gemini_native", gemini, f"/v1beta/{gemini_path}")
         | run("gemini_native", gemini, f"/v1/projects/p/locations/global/publishers/google/{gemini_path}")
         | run("anthropic_messages", anthropic, "/v1/messages")
+        | run("anthropic_messages", deepseek_anthropic, "/anthropic/v1/messages", "deepseek-v4-pro")
         | run("openai_responses", responses, "/v1/responses")
         | run("openai_responses", xai, "/v1/responses", "grok-4")
     )
@@ -1927,8 +1944,6 @@ ERROR_ONLY_RULES = {
     anthropic.ANTHROPIC_REDACTED_DATA_INVALID,
     anthropic.ANTHROPIC_THINKING_MODIFIED,
     anthropic.CONTENT_EMPTY,
-    deepseek.DEEPSEEK_THINKING_MISSING,
-    deepseek.REDACTED_THINKING_UNSUPPORTED,
     gateways.REASONING_TEXT_UNSUPPORTED,
     gateways.THINKING_BLOCKS_NOT_PERMITTED,
     copilot.COPILOT_SCHEMA,

@@ -48,6 +48,7 @@ PROVIDER_PATHS = {
     "deepseek": CHAT,
     "gemini": GEMINI_STREAM,
     "gemini-openai-compat": "/v1beta/openai/chat/completions",
+    "mistral": CHAT,
     "openai-responses": RESPONSES,
     "openrouter": "/api/v1/chat/completions",
     "zai": "/api/paas/v4/chat/completions",

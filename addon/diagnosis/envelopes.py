@@ -132,9 +132,24 @@ class _Collector:
                 self.add_text(text, context, value, depth)
         if isinstance(raw, str):
             self.add_text(raw, context, value, depth + 1)
+        located = _located(value)
+        if located is not None:
+            self.add_text(located, context, value, depth + 1)
         for key, nested in list(value.items())[:_MAX_ITEMS]:
             if isinstance(nested, (dict, list)) and not (key == "metadata" and isinstance(raw, str)):
                 self.walk(nested, context, depth + 1)
+
+
+def _located(value: dict) -> str | None:
+    """A validation error's text with the place it names, as FastAPI-style APIs (Mistral's) give them apart:
+    `{"loc": ["body", "messages", 2, "assistant", "reasoning_content"], "msg": "Extra inputs are not permitted"}` is
+    read as "body.messages.2.assistant.reasoning_content: Extra inputs are not permitted"."""
+    loc, msg = value.get("loc"), value.get("msg")
+    if not isinstance(msg, str) or not isinstance(loc, list) or not loc:
+        return None
+    if not all(isinstance(part, (str, int)) and not isinstance(part, bool) for part in loc[:_MAX_ITEMS]):
+        return None
+    return f"{'.'.join(str(part) for part in loc[:_MAX_ITEMS])}: {msg}"
 
 
 def collect(text: str, doc: Any) -> list[FoundText]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
+from . import base
 from .base import ChatSignature, Dialect, Rule
 
 
@@ -24,6 +25,8 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "openrouter",
     "xai",
     "cerebras",
+    "vertex_anthropic",
+    "mistral",
     "dashscope",
     "moonshot",
     "zai",
@@ -73,12 +76,19 @@ def reasoning_summary_required(host: str, path: str, model: str) -> bool:
     return dialect is not None and dialect.reasoning_summary_required(model)
 
 
+def messages_thinking(model: str) -> base.MessagesThinking | None:
+    """How `model` treats thinking blocks on the Anthropic Messages format, where a dialect says it differs from
+    Anthropic."""
+    return next((rules for dialect in DIALECTS if (rules := dialect.messages_thinking(model)) is not None), None)
+
+
 __all__ = [
     "DIALECTS",
     "ChatSignature",
     "Dialect",
     "chat_signature",
     "message_fields",
+    "messages_thinking",
     "named",
     "reasoning_summary_required",
     "requires_reasoning_content",

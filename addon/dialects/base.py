@@ -133,6 +133,18 @@ class ChatSignature(NamedTuple):
     field: str  # where the dialect's clients send the signature back
 
 
+class MessagesThinking(NamedTuple):
+    """How a provider serving the Anthropic Messages format treats thinking blocks, where it differs from Anthropic
+    (which thinks only when asked, wants the current tool loop's blocks back and takes both block types)."""
+
+    who: str  # the provider, for a person: "DeepSeek's Anthropic-compatible API"
+    by_default: bool  # it thinks when the request does not say (no `thinking` field)
+    every_turn: bool  # every assistant turn with tool use must carry its thinking back, not only the current loop's
+    refused_blocks: frozenset[str]  # block types it cannot read (a request holding one is refused whole)
+    refused_rule: str  # the rule id of a request holding such a block
+    missing_rule: str  # the rule id of an assistant turn sent back without its thinking
+
+
 class Dialect:
     """A provider, or a gateway in front of providers: what the proxy must know of it beyond the wire format.
 
@@ -171,6 +183,16 @@ class Dialect:
         """For a request it serves on the Responses API: whether a reasoning item sent back with its
         `encrypted_content` is refused without its `summary`."""
         return False
+
+    def refused_message_fields(self, model: str) -> frozenset[str]:
+        """For a request it serves: the fields of an assistant message on chat completions it refuses the request for
+        (another provider's reasoning fields, where its schema is closed)."""
+        return frozenset()
+
+    def messages_thinking(self, model: str) -> MessagesThinking | None:
+        """How `model` treats thinking blocks on the Anthropic Messages format, whoever serves it (a gateway in front
+        of the provider passes its rules on); None: as Anthropic does."""
+        return None
 
     def thinking_off(self, model: str, doc: Any) -> bool:
         """Whether a request turns `model`'s thinking off, so that none of it is required back."""

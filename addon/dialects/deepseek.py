@@ -9,7 +9,7 @@ from __future__ import annotations
 
 # Named here before it was shared: dialect modules written then import it from this module.
 from .base import REASONING_CONTENT_MISSING as REASONING_CONTENT_MISSING
-from .base import B, Dialect, Rule, reasoning_content_missing, rx
+from .base import B, Dialect, MessagesThinking, Rule, reasoning_content_missing, rx
 
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
 REDACTED_THINKING_UNSUPPORTED = "redacted_thinking_unsupported"
@@ -61,6 +61,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# DeepSeek's Anthropic-compatible API (https://api-docs.deepseek.com/guides/anthropic_api) thinks unless the request
+# turns thinking off, wants the thinking block of every assistant turn with tool use back in every later request (as
+# its chat API wants every reasoning_content), and has no redacted_thinking block, which only Anthropic issues. The
+# thinking block it sends carries the message id as its signature
+# (https://github.com/NousResearch/hermes-agent/pull/21048); it is sent back as it came.
+ANTHROPIC_ROUTE_THINKING = MessagesThinking(
+    who="DeepSeek's Anthropic-compatible API",
+    by_default=True,
+    every_turn=True,
+    refused_blocks=frozenset({"redacted_thinking"}),
+    refused_rule=REDACTED_THINKING_UNSUPPORTED,
+    missing_rule=DEEPSEEK_THINKING_MISSING,
+)
+
+
 class DeepSeek(Dialect):
     """DeepSeek's thinking mode refuses an assistant tool-call message without its reasoning_content, on whichever
     host serves it (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
@@ -70,6 +85,11 @@ class DeepSeek(Dialect):
 
     def requires_reasoning_content(self, model: str) -> bool:
         return model.startswith(("deepseek-reasoner", "deepseek-v4"))
+
+    def messages_thinking(self, model: str) -> MessagesThinking | None:
+        # Judged by the model, as reasoning_content is: a gateway that serves DeepSeek's models on the Messages format
+        # forwards them to DeepSeek's /anthropic route, whose rules then apply.
+        return ANTHROPIC_ROUTE_THINKING if model.startswith("deepseek-") else None
 
 
 DIALECT = DeepSeek()

@@ -19,8 +19,10 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from .. import jsoncodec
+from .. import dialects, jsoncodec
 from ..dialects.anthropic import ANTHROPIC_THINKING_EXPECTED
+from ..dialects.base import MessagesThinking
+from ..dialects.vertex_anthropic import raw_predict_model
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
@@ -56,6 +58,14 @@ def thinking_enabled(doc: Any) -> bool:
         return False
     kind = thinking.get("type")
     return isinstance(kind, str) and kind != "disabled"
+
+
+def thinking_on(doc: Any, rules: MessagesThinking | None) -> bool:
+    """Whether a request thinks: as its `thinking` field says, or, where it has none, as its provider does by
+    default (DeepSeek's Anthropic-compatible API thinks unless told not to; Anthropic only when asked)."""
+    if isinstance(doc, dict) and doc.get("thinking") is None:
+        return rules is not None and rules.by_default
+    return thinking_enabled(doc)
 
 
 def is_thinking_block(block: Any) -> bool:
@@ -291,17 +301,18 @@ def current_turn_start(messages: list[Any]) -> int:
     return start
 
 
-def repair_targets(messages: list[Any]) -> list[int]:
+def repair_targets(messages: list[Any], *, every_turn: bool = False) -> list[int]:
     """The assistant messages a repair may give thinking blocks back to.
 
     Those of the current tool loop plus the last assistant message, which is
     the one the API checks; earlier, finished turns may omit their thinking
-    and are left as the client sent them. Only messages holding `tool_use`
-    blocks and no thinking block at all qualify: a thinking block the client
-    sent is never touched.
+    and are left as the client sent them, unless the provider wants every
+    turn's back (`every_turn`). Only messages holding `tool_use` blocks and
+    no thinking block at all qualify: a thinking block the client sent is
+    never touched.
     """
     last = last_assistant(messages)
-    candidates = set(range(current_turn_start(messages), len(messages)))
+    candidates = set(range(0 if every_turn else current_turn_start(messages), len(messages)))
     if last is not None:
         candidates.add(last)
     targets = []
@@ -320,11 +331,12 @@ def _find(content: list[Any], cache: CacheView) -> CallHit | None:
     return None
 
 
-def _cached_blocks(record: ReasoningRecord) -> list[dict[str, Any]]:
+def _cached_blocks(record: ReasoningRecord, refused: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+    """The thinking blocks a record gives back, without those of a type the target cannot read."""
     blocks = record.fields.get(BLOCKS_FIELD)
     if not isinstance(blocks, list) or not blocks or not all(is_thinking_block(b) for b in blocks):
         return []
-    return copy.deepcopy(blocks)
+    return copy.deepcopy([block for block in blocks if block["type"] not in refused])
 
 
 def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any) -> int:
@@ -357,15 +369,55 @@ def last_assistant(messages: list[Any]) -> int | None:
     return max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
 
 
-def required_thinking_at(doc: Any, messages: list[Any]) -> int | None:
-    """The assistant message whose thinking blocks cannot go: with thinking on, the last assistant message when
-    it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking block)."""
-    if not thinking_enabled(doc):
-        return None
+def required_thinking(doc: Any, messages: list[Any]) -> dict[int, str]:
+    """The assistant messages whose thinking blocks cannot go, each with why: with thinking on, the last assistant
+    message when it holds `tool_use` blocks of the current tool loop (the API wants it to start with a thinking
+    block), or every one with `tool_use` blocks where the provider wants every turn's thinking back."""
+    model = doc.get("model") if isinstance(doc, dict) else None
+    rules = dialects.messages_thinking(model if isinstance(model, str) else "")
+    if not thinking_on(doc, rules):
+        return {}
+    if rules is not None and rules.every_turn:
+        why = f"{rules.who} wants every tool turn's thinking back (go on with the model that issued it)"
+        return {index: why for index, message in enumerate(messages) if _tool_uses(_content(message) or [])}
     last = last_assistant(messages)
     if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
-        return None
-    return last
+        return {}
+    return {
+        last: "the current tool loop's last assistant message must start with its thinking (finish the loop on "
+        "that model)"
+    }
+
+
+def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[RepairAction]:
+    """Takes out of the assistant messages the blocks of a type the provider cannot read, which it refuses the
+    whole request for (a redacted_thinking block from Anthropic, sent to DeepSeek after a switch of model). A block
+    that is all its message holds stays: the message cannot go empty."""
+    actions: list[RepairAction] = []
+    for index, message in enumerate(messages):
+        content = _content(message)
+        if not content or not any(isinstance(b, dict) and b.get("type") in rules.refused_blocks for b in content):
+            continue
+        uses = _tool_uses(content)
+        call_id = _use_parts(uses[0])[0] if uses else None
+        removed = []
+        for position in reversed(range(len(content))):  # from the end, so that positions before stay valid
+            kind = content[position].get("type") if isinstance(content[position], dict) else None
+            if kind not in rules.refused_blocks or len(content) == 1:
+                continue
+            del content[position]
+            removed.append(
+                RepairAction(
+                    kind="foreign_removed",
+                    location=f"messages[{index}].content[{position}]",
+                    index=index,
+                    fields=[kind],
+                    tool_call_id=call_id,
+                    reason=f"{rules.who} has no {kind} block",
+                )
+            )
+        actions += reversed(removed)
+    return actions
 
 
 def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
@@ -383,7 +435,7 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
     why = foreign([value for _, _, value in sites])
     if not why:
         return [], []
-    required = required_thinking_at(doc, messages)
+    required = required_thinking(doc, messages)
     actions: list[RepairAction] = []
     kept: list[tuple[int, str]] = []
     first_use: dict[int, str | None] = {}  # removing thinking blocks leaves the tool_use blocks as they are
@@ -394,9 +446,8 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
         content = messages[index]["content"]
         kind = content[position]["type"]
         where = f"{kind} block at messages[{index}].content[{position}] {reason}"
-        if index == required:
-            note = "the current tool loop's last assistant message must start with its thinking (finish the loop on "
-            kept.append((index, f"{where}; left in place: {note}that model)"))
+        if index in required:
+            kept.append((index, f"{where}; left in place: {required[index]}"))
             continue
         if len(content) == 1:
             kept.append((index, f"{where}; left: it is all the message holds"))
@@ -418,6 +469,34 @@ def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[Repair
     actions.reverse()
     kept.reverse()
     return actions, kept
+
+
+def every_turn_violations(messages: list[Any], rules: MessagesThinking) -> list[Violation]:
+    """Where a provider wants every turn's thinking back: each assistant message with tool use and no thinking."""
+    return [
+        Violation(
+            rule=rules.missing_rule,
+            location=f"messages[{index}]",
+            message=f"assistant message with tool use and no thinking block ({rules.who} wants every turn's back)",
+            tool_call_id=_use_parts(_tool_uses(content)[0])[0],
+        )
+        for index, message in enumerate(messages)
+        if (content := _content(message)) and _tool_uses(content) and not any(is_thinking_block(b) for b in content)
+    ]
+
+
+def refused_block_violations(messages: list[Any], rules: MessagesThinking) -> list[Violation]:
+    """Each block of a type the provider cannot read."""
+    return [
+        Violation(
+            rule=rules.refused_rule,
+            location=f"messages[{index}].content[{position}]",
+            message=f"{block['type']} block, which {rules.who} cannot read",
+        )
+        for index, message in enumerate(messages)
+        for position, block in enumerate(_content(message) or ())
+        if isinstance(block, dict) and block.get("type") in rules.refused_blocks
+    ]
 
 
 class AnthropicMessages(Routed):
@@ -447,38 +526,50 @@ class AnthropicMessages(Routed):
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")
         # OpenAI's Assistants API has /v1/threads/{id}/messages, with no "messages" list in its body.
-        return route.endswith("/messages") and "/threads/" not in route
+        return route.endswith("/messages") and "/threads/" not in route or raw_predict_model(path) is not None
 
     def request_model(self, path: str, body: bytes, doc: Any | None) -> str | None:
-        return body_model(body, doc)
+        # Claude on Vertex AI names the model in the path only.
+        return raw_predict_model(path) or body_model(body, doc)
 
     def may_need_repair(self, body: bytes) -> bool:
-        # A repair needs thinking turned on and an assistant tool_use block to give blocks back to.
-        return b'"tool_use"' in body and b'"thinking"' in body
+        # A repair needs thinking turned on and an assistant tool_use block to give blocks back to; where the body
+        # does not say whether it thinks, or holds a block type some provider cannot read, its model's rules decide.
+        if b'"tool_use"' in body and b'"thinking"' in body:
+            return True
+        rules = dialects.messages_thinking(body_model(body, None) or "")
+        if rules is None:
+            return False
+        return b'"tool_use"' in body or any(b'"%s"' % kind.encode() in body for kind in rules.refused_blocks)
 
     def reader(self) -> AnthropicReader:
         return AnthropicReader()
 
     def lookup_keys(self, doc: Any, model: str | None) -> list[str]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
-        if not thinking_enabled(doc) or not isinstance(messages, list):
+        rules = dialects.messages_thinking(model or "")
+        if not thinking_on(doc, rules) or not isinstance(messages, list):
             return []
         return [
             key
-            for index in repair_targets(messages)
+            for index in repair_targets(messages, every_turn=rules is not None and rules.every_turn)
             for block in _tool_uses(messages[index]["content"])
             for key in call_lookup_keys(model, *_use_parts(block))
         ]
 
     def repair(self, doc: Any, cache: CacheView, context: RepairContext) -> list[RepairAction]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
-        if not thinking_enabled(doc) or not isinstance(messages, list):
+        if not isinstance(messages, list):
             return []
-        actions = []
-        for index in repair_targets(messages):
+        rules = dialects.messages_thinking(context.model or "")
+        actions = remove_refused_blocks(messages, rules) if rules is not None else []
+        if not thinking_on(doc, rules):
+            return actions
+        refused = rules.refused_blocks if rules is not None else frozenset()
+        for index in repair_targets(messages, every_turn=rules is not None and rules.every_turn):
             content = messages[index]["content"]
             hit = _find(content, cache)
-            blocks = _cached_blocks(hit.record) if hit is not None else []
+            blocks = _cached_blocks(hit.record, refused) if hit is not None else []
             if hit is None or not blocks:
                 continue
             first = restore_blocks(content, blocks, hit.record.fields.get(LAYOUT_FIELD))
@@ -497,14 +588,20 @@ class AnthropicMessages(Routed):
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
-        if not isinstance(messages, list) or not thinking_enabled(doc):
+        if not isinstance(messages, list):
             return []
+        rules = dialects.messages_thinking(context.model or "")
+        violations = refused_block_violations(messages, rules) if rules is not None else []
+        if not thinking_on(doc, rules):
+            return violations
+        if rules is not None and rules.every_turn:
+            return violations + every_turn_violations(messages, rules)
         last = last_assistant(messages)
         content = _content(messages[last]) if last is not None else None
         if not content or not _tool_uses(content) or is_thinking_block(content[0]):
-            return []
+            return violations
         found = content[0].get("type") if isinstance(content[0], dict) else type(content[0]).__name__
-        return [
+        return violations + [
             Violation(
                 rule=ANTHROPIC_THINKING_EXPECTED,
                 location=f"messages[{last}].content[0]",

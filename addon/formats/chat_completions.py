@@ -3,8 +3,9 @@
 Covers GitHub Copilot (`reasoning_opaque`, `reasoning_text`), DeepSeek, Kimi,
 GLM and Qwen (`reasoning_content`, and Qwen's encrypted thinking), OpenRouter
 and MiniMax (`reasoning_details`), MiniMax's `<think>` block in `content`,
-Gemini's OpenAI-compatible endpoint (`extra_content`) and LiteLLM (`__thought__`
-ids, `provider_specific_fields`); `chat_fields` says how each is assembled. A
+Gemini's OpenAI-compatible endpoint (`extra_content`), LiteLLM (`__thought__`
+ids, `provider_specific_fields`) and Mistral (thinking chunks in `content`);
+`chat_fields` says how each is assembled. A
 response carries its reasoning once per assistant turn, so a turn's record is
 linked to every tool call of that turn.
 
@@ -23,6 +24,7 @@ import orjson
 
 from .. import dialects, jsoncodec
 from ..dialects.base import REASONING_CONTENT_MISSING, TOOL_RESULT_ORPHANED, Dialect
+from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
 from ..dialects.openai import CONTENT_EMPTY_ARRAY, deployment_model
 from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
@@ -37,13 +39,17 @@ from .chat_fields import (
     STREAM_MARKERS,
     TEXT_FIELDS,
     THINK_FIELD,
+    THINKING_FIELD,
     WHOLE_FIELDS,
     DetailAssembler,
     ThinkBlock,
+    ThinkingChunks,
     call_field,
     is_missing,
     litellm_short_id,
+    message_lacks,
     opaque_delta_fragments,
+    put_back,
     put_back_think,
     set_call_field,
 )
@@ -53,8 +59,8 @@ _EMPTY_CONTENT = (None, "", [])
 
 
 # Unpacked for the checks below, which see every chunk: plain `in`/`find` beat a loop or a regex alternation there.
-# The dialects' own markers are looked for only in chunks that hold none of the first three.
-_REASONING, _TOOL_CALLS, _EXTRA_CONTENT, *_DIALECT_MARKERS = STREAM_MARKERS
+# The dialects' own markers are looked for only in chunks that hold none of the first four.
+_REASONING, _TOOL_CALLS, _EXTRA_CONTENT, _THINKING, *_DIALECT_MARKERS = STREAM_MARKERS
 # A chunk whose content is a non-empty string: the answer's content begins (or goes on) in it.
 _CONTENT_TEXT = re.compile(rb'"content"\s*:\s*"[^"]')
 
@@ -69,6 +75,7 @@ def _interesting(data: bytes) -> bool:
         data.find(_REASONING, start) >= 0
         or data.find(_TOOL_CALLS, start) >= 0
         or data.find(_EXTRA_CONTENT, start) >= 0
+        or data.find(_THINKING, start) >= 0
         or any(data.find(marker, start) >= 0 for marker in _DIALECT_MARKERS)
     )
 
@@ -78,6 +85,7 @@ def _marked(data: bytes) -> bool:
         _REASONING in data
         or _TOOL_CALLS in data
         or _EXTRA_CONTENT in data
+        or _THINKING in data
         or any(marker in data for marker in _DIALECT_MARKERS)
     )
 
@@ -98,9 +106,11 @@ class _ToolCallSlot:
 @dataclass(slots=True)
 class _ChoiceState:
     budget: Budget  # the reader's, shared by its choices
+    streamed: bool  # read from stream deltas, not from a whole message
     texts: dict[str, Parts] = field(default_factory=dict)
     whole: dict[str, Any] = field(default_factory=dict)
     details: DetailAssembler | None = None
+    chunks: ThinkingChunks | None = None  # Mistral's thinking chunks, from content arrays
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
     # calls that came without an index: where each id went, and the call a bare fragment continues
     call_ids: dict[str, int] = field(default_factory=dict)
@@ -110,7 +120,7 @@ class _ChoiceState:
     content_seen: bool = False  # content text came: a block can only be at its start
 
     @property
-    def thinking(self) -> bool:
+    def think_open(self) -> bool:
         """Whether the content read so far may still be, or be in, a leading `<think>` block."""
         return self.think is not None and self.think.open
 
@@ -122,7 +132,13 @@ class _ChoiceState:
             if name not in _KEPT:
                 continue
             if name == "content":
-                if think and isinstance(value, str) and value:
+                # Answer text comes as a string, read for a leading <think> block (MiniMax); an array may hold
+                # Mistral's thinking chunks.
+                if isinstance(value, list):
+                    if self.chunks is None:
+                        self.chunks = ThinkingChunks(self.budget, streamed=self.streamed)
+                    self.chunks.add(value)
+                elif think and isinstance(value, str) and value:
                     self._content(value)
             elif name in TEXT_FIELDS:
                 if isinstance(value, str):
@@ -189,6 +205,8 @@ class _ChoiceState:
         fields.update(self.whole)
         if self.details:
             fields[DETAILS_FIELD] = self.details.entries()
+        if self.chunks:
+            fields[THINKING_FIELD] = self.chunks.chunks()
         block = self.think.value() if self.think is not None else None
         if block is not None:
             fields[THINK_FIELD] = block
@@ -214,7 +232,8 @@ class ChatCompletionsReader:
 
     The content's first text is parsed as it comes, to tell whether the answer starts with a `<think>` block; the
     chunks of such a block are parsed as they come until the answer text after it begins. From then on, and in
-    answers without a block, content chunks are passed over unparsed."""
+    answers without a block, content chunks are passed over unparsed; content arrays that hold Mistral's thinking
+    chunks carry the `"thinking"` marker and are set aside as the reasoning fields are."""
 
     def __init__(self) -> None:
         self.response_id: str | None = None
@@ -261,7 +280,7 @@ class ChatCompletionsReader:
     def _settle(self) -> None:
         """Where the content stands, after chunks were read for a `<think>` block."""
         states = self._choices.values()
-        if any(state.thinking for state in states):
+        if any(state.think_open for state in states):
             self._thinking = True
         elif any(state.content_seen for state in states):
             self._thinking = False
@@ -310,7 +329,7 @@ class ChatCompletionsReader:
             key = index if type(index) is int else position
             state = states.get(key)
             if state is None:
-                state = states[key] = _ChoiceState(self.budget)
+                state = states[key] = _ChoiceState(self.budget, streamed=part_key == "delta")
             state.add(part, think)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
@@ -354,7 +373,7 @@ def _has_tool_calls(message: dict[str, Any]) -> bool:
 
 
 def _has_reasoning(message: dict[str, Any]) -> bool:
-    return any(not is_missing(name, message.get(name)) for name in MESSAGE_FIELDS)
+    return any(not message_lacks(message, name) for name in (*MESSAGE_FIELDS, THINKING_FIELD))
 
 
 def _first_hit(message: dict[str, Any], cache: CacheView) -> tuple[str | None, CallHit] | None:
@@ -482,7 +501,8 @@ class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
     items_key = "messages"
-    text_fields = frozenset({"reasoning_text", "reasoning_content", THINK_FIELD})
+    # Readable text, logged as such (Mistral's thinking chunks as their JSON).
+    text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD, THINK_FIELD})
     # DeepSeek, Kimi, GLM and Qwen read reasoning_content as text (DeepSeek takes "" too), MiniMax its <think> block;
     # Copilot's reasoning_text travels with the signed reasoning_opaque and is kept exact.
     maskable_fields = frozenset({"reasoning_content", THINK_FIELD})
@@ -611,10 +631,30 @@ def _turns_read_back(dialect: Dialect | None, context: RepairContext, doc: Any, 
     return set(_current_turn(messages))
 
 
+def refused_field_violations(messages: list[Any], context: RepairContext) -> list[Violation]:
+    """The fields of assistant messages that the provider serving the request refuses the whole request for (another
+    provider's reasoning field sent to Mistral)."""
+    dialect = dialects.serving(context.host, context.path, context.model or "")
+    refused = dialect.refused_message_fields(context.model or "") if dialect is not None else frozenset()
+    if not refused or dialect is None:
+        return []
+    return [
+        Violation(
+            rule=MESSAGE_FIELD_NOT_PERMITTED,
+            location=f"messages[{index}]",
+            message=f"{name} on an assistant message, which {dialect.name} does not take",
+        )
+        for index, message in enumerate(messages)
+        if _is_assistant(message)
+        for name in message
+        if name in refused
+    ]
+
+
 def check_messages(messages: list[Any], context: RepairContext, doc: Any = None) -> list[Violation]:
     """The rules a chat request's messages break; `doc` is the whole request, whose options (thinking turned off,
     say) may change what its model requires."""
-    violations = []
+    violations = refused_field_violations(messages, context)
     model = context.model or ""
     required = dialects.requires_reasoning_content(model, doc)
     called: set[str] = set()
@@ -680,9 +720,9 @@ def _restore_message(
     else:
         return None
     fields = hit.record.fields
-    restored = [name for name in fields if name != THINK_FIELD and is_missing(name, message.get(name))]
+    restored = [name for name in fields if name != THINK_FIELD and message_lacks(message, name)]
     for name in restored:
-        message[name] = fields[name]
+        put_back(message, name, fields[name])
     block = fields.get(THINK_FIELD) if think else None
     if isinstance(block, str) and put_back_think(message, block):
         restored.append(THINK_FIELD)

@@ -14,7 +14,9 @@ their own; each kind is assembled from stream fragments in its own way:
   `provider_specific_fields`, and LiteLLM's `call_…__thought__<signature>` ids;
 * a `<think>…</think>` block at the start of `content` (MiniMax's reasoning)
   is read from the content's pieces until the answer text after it begins,
-  and kept under THINK_FIELD, which no message has: it goes back into `content`.
+  and kept under THINK_FIELD, which no message has: it goes back into `content`;
+* Mistral's thinking is no field of its own but chunks of the message's
+  `content` array (`ThinkingChunks`), and goes back there.
 
 Provider dialects may add opaque message fields of their own (Qwen's encrypted
 thinking, addon/dialects/dashscope.py); they are joined from pieces as text is.
@@ -22,6 +24,7 @@ thinking, addon/dialects/dashscope.py); they are joined from pieces as text is.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from .. import dialects, jsoncodec
@@ -32,16 +35,20 @@ DIALECT_FIELDS = dialects.message_fields()
 TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content", *DIALECT_FIELDS)
 WHOLE_FIELDS = ("thought_signature", "extra_content")
 DETAILS_FIELD = "reasoning_details"
+# Mistral's thinking chunks, as a record keeps them: the `type: thinking` entries of the assistant message's content.
+THINKING_FIELD = "thinking"
 MESSAGE_FIELDS = (*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD)
 THINK_FIELD = "<think>"
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # What every stream chunk that carries one of these fields contains, for chunks to be sorted without parsing them:
 # "reasoning" covers the text fields and reasoning_details, "tool_calls" the state on calls, "extra_content" the
-# message-level Gemini shape (which carries thought_signature with it); then the dialects' fields not covered.
+# message-level Gemini shape (which carries thought_signature with it), '"thinking"' Mistral's thinking chunks (a
+# quote inside answer text is escaped, so answer text never holds it); then the dialects' fields not covered.
 STREAM_MARKERS = (
     b"reasoning",
     b"tool_calls",
     b"extra_content",
+    b'"thinking"',
     *(name.encode() for name in DIALECT_FIELDS if "reasoning" not in name),
 )
 # Tool call fields; "function." names a field inside the call's `function` object.
@@ -179,6 +186,83 @@ def put_back_think(message: dict[str, Any], block: str) -> bool:
     else:
         return False
     return True
+
+
+# What a streamed thinking chunk costs the answer's budget whatever its text.
+_CHUNK_COST = 1024
+
+
+def is_thinking_chunk(chunk: Any) -> bool:
+    return isinstance(chunk, dict) and chunk.get("type") == "thinking"
+
+
+class ThinkingChunks:
+    """Mistral's thinking chunks of one answer, in order (https://docs.mistral.ai/capabilities/reasoning).
+
+    A whole message holds them as they are, and they are kept so. A stream sends
+    each as fragments, `{"type": "thinking", "thinking": [{"type": "text",
+    "text": "Okay"}]}`, each with the next piece of its text, and closes it with
+    one whose `thinking` is empty; the pieces are joined into one text part.
+    """
+
+    def __init__(self, budget: Budget, *, streamed: bool) -> None:
+        self._budget = budget
+        self._streamed = streamed
+        self._whole: list[dict[str, Any]] = []
+        self._heads: list[dict[str, Any]] = []  # a streamed chunk's keys other than its text
+        self._texts: list[Parts] = []
+        self._open = False
+
+    def __bool__(self) -> bool:
+        return bool(self._whole or self._heads)
+
+    def add(self, content: list[Any]) -> None:
+        for chunk in content:
+            if not self._streamed:
+                if is_thinking_chunk(chunk) and self._budget.take(THINKING_FIELD, len(jsoncodec.dumps(chunk))):
+                    self._whole.append(chunk)
+                continue
+            parts = chunk.get("thinking") if is_thinking_chunk(chunk) else None
+            if not isinstance(parts, list) or not parts:
+                self._open = False  # the closing fragment, or another kind of chunk: the thinking chunk ended
+                continue
+            if not self._open:
+                if not self._budget.take("thinking chunk", _CHUNK_COST):  # countless empty chunks are bounded too
+                    return
+                self._heads.append({key: value for key, value in chunk.items() if key != "thinking"})
+                self._texts.append(Parts(THINKING_FIELD, self._budget))
+                self._open = True
+            for part in parts:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    self._texts[-1].append(part["text"])
+
+    def chunks(self) -> list[dict[str, Any]]:
+        if not self._streamed:
+            return list(self._whole)
+        return [
+            {**head, "thinking": [{"type": "text", "text": jsoncodec.join_text(text.pieces)}]}
+            for head, text in zip(self._heads, self._texts)
+        ]
+
+
+def message_lacks(message: dict[str, Any], name: str) -> bool:
+    """Whether a request's assistant message lacks a kind of state: a field, or (Mistral) thinking in its content."""
+    if name == THINKING_FIELD:
+        content = message.get("content")
+        return not (isinstance(content, list) and any(is_thinking_chunk(chunk) for chunk in content))
+    return is_missing(name, message.get(name))
+
+
+def put_back(message: dict[str, Any], name: str, value: Any) -> None:
+    """Gives an assistant message a kind of state back: a field, or (Mistral) thinking chunks at the start of its
+    content, which becomes an array where it was text or null, as Mistral sends it."""
+    if name != THINKING_FIELD:
+        message[name] = value
+        return
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}] if content else []
+    message["content"] = [*copy.deepcopy(value), *(content if isinstance(content, list) else [])]
 
 
 def call_field(call: dict[str, Any], name: str) -> Any:

@@ -25,6 +25,7 @@ from ..dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDIN
 from ..dialects.cerebras import REASONING_CONTENT_UNSUPPORTED
 from ..dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
 from ..dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
+from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
 from ..events import Diagnosed
 from ..formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
 from ..formats.base import call_lookup_keys, usable_keys
@@ -89,6 +90,10 @@ _RULE_ADVICE = {
     REASONING_CONTENT_UNSUPPORTED: (
         "the client sent reasoning_content, which this host does not take back (the proxy never adds it): the "
         "client must leave it out, or send the reasoning as the host returned it (Cerebras: `reasoning`)"
+    ),
+    MESSAGE_FIELD_NOT_PERMITTED: (
+        "the provider takes no such field on a message (another provider's reasoning field, kept by the client from "
+        "an earlier model): the client must leave it out; the proxy sends what the client sent"
     ),
     # Only when the format's checks found nothing either (else the advice is the one for what they found).
     COPILOT_INVALID_REQUEST_BODY: (

@@ -222,8 +222,11 @@ class FakeProvider(LoopbackServer):
         from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
         from .fake_copilot import CopilotMessagesDialect
+        from .fake_deepseek_anthropic import DeepSeekAnthropicFake
         from .fake_gemini import GeminiDialect
+        from .fake_mistral import MistralFake
         from .fake_responses import ResponsesDialect
+        from .fake_vertex_anthropic import VertexAnthropicFake
         from .fake_xai import XaiResponsesDialect
 
         super().__init__()
@@ -239,6 +242,13 @@ class FakeProvider(LoopbackServer):
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
         self.cerebras = CerebrasDialect()
         self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
+        # Before the Anthropic and chat fakes, whose routes end the same way.
+        self.mistral = MistralFake()
+        self.dialects.insert(0, self.mistral)
+        self.deepseek_anthropic = DeepSeekAnthropicFake()
+        self.dialects.insert(0, self.deepseek_anthropic)
+        self.vertex_anthropic = VertexAnthropicFake()
+        self.dialects.insert(0, self.vertex_anthropic)
         # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
         self.chat_hosts = fake_chat_hosts.chat_host_fakes()
         self.dialects[-1:-1] = self.chat_hosts.values()
