@@ -87,6 +87,9 @@ class Repaired(FlowEvent):
     again: int = 0  # repairs made again, as on an earlier turn: counted, not listed
     again_by_kind: dict[str, int] = {}
     total: int  # every repair made to the request: len(actions) + again
+    # The provider that would have answered without the state put back, only worse (it drops reasoning silently);
+    # None where it would have refused the request.
+    silent_provider: str | None = None
 
 
 class Diagnosed(FlowEvent):

@@ -245,6 +245,8 @@ FORMAT_OF_DIRECTORY = {
     "mistral": "chat_completions",
     "openai-responses": "openai_responses",
     "openrouter": "chat_completions",
+    "zai": "chat_completions",
+    "dashscope": "chat_completions",
 }
 ALL_STREAMS = sorted(FIXTURES.glob("*/*.sse"))
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects, formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai
+from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai, zai
 from llm_reasoning_proxy.formats import RepairContext, by_name
 from llm_reasoning_proxy.redact import REDACTED
 
@@ -704,6 +704,50 @@ def test_2026_texts(body, message, expected):
     assert facts(diagnosis) == expected
     assert diagnosis.message == message
     assert classify(400, body.encode()) == diagnosis
+
+
+# --------------------------------------------------------------------------------------
+# chat hosts that keep reasoning as text: Kimi's whole body, and GLM's error for a malformed history
+
+KIMI_BODY = (  # https://github.com/VicBilibily/GCMP/issues/162
+    '{"error":{"type":"invalid_request_error","message":"thinking is enabled but reasoning_content is missing in '
+    'assistant tool call message at index 12"},"type":"error"}'
+)
+GLM_ILLEGAL = "The messages parameter is illegal. Please check the documentation."  # continuedev/continue #13259
+GLM_ILLEGAL_ZH = "messages 参数非法。请检查文档。"
+
+CHAT_HOST_CASES = [
+    pytest.param(
+        KIMI_BODY,
+        "thinking is enabled but reasoning_content is missing in assistant tool call message at index 12",
+        expect("reasoning_content_missing", "moonshot", "missing", "reasoning_content", index=12),
+        id="kimi-whole-body",
+    ),
+    pytest.param(
+        json.dumps({"error": {"code": "1214", "message": GLM_ILLEGAL}}),
+        GLM_ILLEGAL,
+        expect("zai_messages_illegal", "zai", "schema", "messages"),
+        id="glm-1214",
+    ),
+    pytest.param(
+        json.dumps({"error": {"code": "1214", "message": GLM_ILLEGAL_ZH}}, ensure_ascii=False),
+        GLM_ILLEGAL_ZH,
+        expect("zai_messages_illegal", "zai", "schema", "messages"),
+        id="glm-1214-chinese",
+    ),
+]
+
+
+@pytest.mark.parametrize(("body", "message", "expected"), CHAT_HOST_CASES)
+def test_chat_host_texts(body, message, expected):
+    diagnosis = classify(400, body)
+    assert facts(diagnosis) == expected
+    assert diagnosis.message == message
+
+
+def test_glm_generic_text_loses_to_a_specific_one():
+    body = json.dumps({"error": {"message": f"{GLM_ILLEGAL} {MOONSHOT_TEXT}"}})
+    assert classify(400, body).rule == "reasoning_content_missing"
 
 
 @pytest.mark.parametrize(
@@ -1622,6 +1666,9 @@ def test_openrouter_wrapper_with_an_unnamed_provider():
         ("Anthropic", "anthropic"),
         ("Amazon Bedrock", "bedrock"),
         ("Moonshot AI", "moonshot"),
+        ("Z.AI", "zai"),
+        ("MiniMax", "minimax"),
+        ("Alibaba", "dashscope"),
         ("DeepSeek", "deepseek"),
         ("OpenAI", "openai"),
         ("Azure", "azure"),
@@ -1936,6 +1983,7 @@ ERROR_ONLY_RULES = {
     copilot.REASONING_EFFORT_UNSUPPORTED,
     copilot.COPILOT_INVALID_REQUEST_BODY,
     cerebras.REASONING_CONTENT_UNSUPPORTED,
+    zai.ZAI_MESSAGES_ILLEGAL,
 }
 
 

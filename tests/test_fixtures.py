@@ -51,6 +51,8 @@ PROVIDER_PATHS = {
     "mistral": CHAT,
     "openai-responses": RESPONSES,
     "openrouter": "/api/v1/chat/completions",
+    "zai": "/api/paas/v4/chat/completions",
+    "dashscope": "/compatible-mode/v1/chat/completions",
 }
 SSE = "text/event-stream"
 JSON = "application/json"

@@ -5,6 +5,7 @@ in which their error rules are tried and in which they are asked whether they se
 from __future__ import annotations
 
 from importlib import import_module
+from typing import Any
 
 from . import base
 from .base import ChatSignature, Dialect, Rule
@@ -27,6 +28,10 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "vertex_anthropic",
     "mistral",
     "bedrock",
+    "dashscope",
+    "moonshot",
+    "zai",
+    "minimax",
 )
 
 
@@ -55,8 +60,15 @@ def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:
     return dialect.chat_signature(model) if dialect is not None else None
 
 
-def requires_reasoning_content(model: str) -> bool:
-    return any(dialect.requires_reasoning_content(model) for dialect in DIALECTS)
+def requires_reasoning_content(model: str, doc: Any = None) -> bool:
+    """Whether a request for `model` is refused for an assistant tool-call message without `reasoning_content`, whoever
+    serves it (`doc`, the request, may turn the model's thinking off)."""
+    return any(d.requires_reasoning_content(model) and not d.thinking_off(model, doc) for d in DIALECTS)
+
+
+def message_fields() -> tuple[str, ...]:
+    """The assistant-message fields of chat answers that some dialect adds to those every chat host knows."""
+    return tuple(dict.fromkeys(name for dialect in DIALECTS for name in dialect.message_fields))
 
 
 def reasoning_summary_required(host: str, path: str, model: str) -> bool:
@@ -76,6 +88,7 @@ __all__ = [
     "ChatSignature",
     "Dialect",
     "chat_signature",
+    "message_fields",
     "messages_thinking",
     "named",
     "reasoning_summary_required",

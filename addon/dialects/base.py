@@ -27,6 +27,11 @@ Kind = Literal[
 TOOL_RESULT_MISSING = "tool_result_missing"
 TOOL_RESULT_ORPHANED = "tool_result_orphaned"
 ENCRYPTED_CONTENT_FOREIGN = "encrypted_content_foreign"
+REASONING_CONTENT_MISSING = "reasoning_content_missing"
+
+# Which assistant turns' reasoning a provider reads when a request sends it back: every turn's, or only the current
+# tool loop's (earlier turns' is discarded unless the request asks the provider to preserve it).
+ReadBack = Literal["all", "current_loop"]
 
 
 # What a rule's `refine` reads more of a text with: the match, and the places found so far (to add to or change).
@@ -102,6 +107,25 @@ def path_places(match: re.Match[str], found: dict[str, Any]) -> None:
     found["block"] = int(part.group(1)) if part else None
 
 
+def reasoning_content_missing(provider: str, pattern: re.Pattern[str]) -> Rule:
+    """One rule id for a tool-call message sent back without its reasoning_content, however each host words it."""
+    return Rule(
+        REASONING_CONTENT_MISSING,
+        provider,
+        "missing",
+        "reasoning_content",
+        "reasoning_content",
+        pattern,
+        "an assistant tool-call message was sent back without its reasoning_content",
+    )
+
+
+def thinking_option(doc: Any, name: str) -> Any:
+    """A key of a chat request's `thinking` object (`{"type": "enabled", "keep": "all"}`), None without one."""
+    thinking = doc.get("thinking") if isinstance(doc, dict) else None
+    return thinking.get(name) if isinstance(thinking, dict) else None
+
+
 class ChatSignature(NamedTuple):
     """What a Gemini 3 function call of the current turn must carry back on chat completions, behind a dialect."""
 
@@ -133,6 +157,15 @@ class Dialect:
     rules: tuple[Rule, ...] = ()
     # A gateway's clients send back, under these names, the fields its upstream providers' error texts name.
     gateway_fields: dict[str, str] = {}
+    # True where a request without the reasoning state the provider issued is answered all the same, only worse:
+    # a repair there is said to be one the provider would not have asked for.
+    silent_drops: bool = False
+    # True where answers carry their reasoning as a `<think>…</think>` block at the start of `content`, which the
+    # provider wants back there (a client that strips it gets it put back).
+    think_in_content: bool = False
+    # Opaque assistant-message fields its chat answers carry beyond those every chat host knows
+    # (formats/chat_fields.py), to be captured and sent back verbatim.
+    message_fields: tuple[str, ...] = ()
 
     def serves(self, host: str, path: str, model: str) -> bool:
         """Whether this provider answers a request to `host` and `path` for `model` (judged without its body)."""
@@ -160,3 +193,11 @@ class Dialect:
         """How `model` treats thinking blocks on the Anthropic Messages format, whoever serves it (a gateway in front
         of the provider passes its rules on); None: as Anthropic does."""
         return None
+
+    def thinking_off(self, model: str, doc: Any) -> bool:
+        """Whether a request turns `model`'s thinking off, so that none of it is required back."""
+        return False
+
+    def reads_back(self, path: str, doc: Any) -> ReadBack:
+        """For a request it serves: which turns' reasoning the provider reads. The repair puts back no more."""
+        return "all"

@@ -1,6 +1,5 @@
-"""DeepSeek's errors, and those of the chat hosts that take reasoning_content back the same way (Kimi/Moonshot; Z.ai's
-GLM takes it too, as tests/fixtures/deepseek/pydanticai_zai_glm47_reasoning_content_roundtrip_1_request.json shows,
-but no error text of it is known); and DeepSeek's Anthropic-compatible endpoint.
+"""DeepSeek's errors on chat completions (reasoning_content, which Kimi (moonshot.py), GLM (zai.py) and Qwen
+(dashscope.py) take back the same way) and on its Anthropic-compatible endpoint.
 
 Documentation: https://api-docs.deepseek.com/guides/thinking_mode#tool-calls (its missing-reasoning_content text
 links there) and https://api-docs.deepseek.com/guides/anthropic_api. Each rule's captured text is named with it.
@@ -8,26 +7,12 @@ links there) and https://api-docs.deepseek.com/guides/anthropic_api. Each rule's
 
 from __future__ import annotations
 
-import re
+# Named here before it was shared: dialect modules written then import it from this module.
+from .base import REASONING_CONTENT_MISSING as REASONING_CONTENT_MISSING
+from .base import B, Dialect, MessagesThinking, Rule, reasoning_content_missing, rx
 
-from .base import B, Dialect, MessagesThinking, Rule, rx
-
-REASONING_CONTENT_MISSING = "reasoning_content_missing"
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
 REDACTED_THINKING_UNSUPPORTED = "redacted_thinking_unsupported"
-
-
-def _reasoning_content_missing(provider: str, pattern: re.Pattern[str]) -> Rule:
-    """One rule id for a tool-call message sent back without its reasoning_content, however each host words it."""
-    return Rule(
-        REASONING_CONTENT_MISSING,
-        provider,
-        "missing",
-        "reasoning_content",
-        "reasoning_content",
-        pattern,
-        "an assistant tool-call message was sent back without its reasoning_content",
-    )
 
 
 RULES: tuple[Rule, ...] = (
@@ -42,7 +27,7 @@ RULES: tuple[Rule, ...] = (
         rx(r"The\s+", B, r"content\[\]\.thinking", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
         "an assistant turn with tool use was sent back without its thinking block",
     ),
-    _reasoning_content_missing(
+    reasoning_content_missing(
         "deepseek",
         rx(
             r"Missing\s+",
@@ -54,17 +39,9 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     # DeepSeek V4's wording (https://github.com/deepseek-ai/awesome-deepseek-agent/pull/35)
-    _reasoning_content_missing(
+    reasoning_content_missing(
         "deepseek",
         rx(r"The\s+", B, "reasoning_content", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
-    ),
-    # Kimi (https://github.com/iOfficeAI/AionUi/issues/2746, https://github.com/MoonshotAI/kimi-agent-sdk/issues/169)
-    _reasoning_content_missing(
-        "moonshot",
-        rx(
-            r"thinking\s+is\s+enabled\s+but\s+reasoning_content\s+is\s+missing\s+in\s+assistant\s+tool\s+call\s+",
-            r"message(?:\s+at\s+index\s+(?P<index>\d+))?",
-        ),
     ),
     # DeepSeek's /anthropic endpoint has no redacted_thinking block, which only Anthropic issues (HTTP 422)
     Rule(
@@ -100,14 +77,14 @@ ANTHROPIC_ROUTE_THINKING = MessagesThinking(
 
 
 class DeepSeek(Dialect):
-    """DeepSeek's thinking mode and Kimi's thinking models refuse an assistant tool-call message without its
-    reasoning_content, on whichever host serves them (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
+    """DeepSeek's thinking mode refuses an assistant tool-call message without its reasoning_content, on whichever
+    host serves it (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
 
     name = "deepseek"
     rules = RULES
 
     def requires_reasoning_content(self, model: str) -> bool:
-        return model.startswith(("deepseek-reasoner", "deepseek-v4")) or ("kimi" in model and "thinking" in model)
+        return model.startswith(("deepseek-reasoner", "deepseek-v4"))
 
     def messages_thinking(self, model: str) -> MessagesThinking | None:
         # Judged by the model, as reasoning_content is: a gateway that serves DeepSeek's models on the Messages format

@@ -1,16 +1,21 @@
 """OpenAI-style `/chat/completions`, with reasoning kept on the assistant message and its tool calls.
 
-Covers GitHub Copilot (`reasoning_opaque`, `reasoning_text`), DeepSeek, Kimi and
-GLM (`reasoning_content`), OpenRouter (`reasoning_details`), Gemini's
-OpenAI-compatible endpoint (`extra_content`), LiteLLM (`__thought__` ids,
-`provider_specific_fields`) and Mistral (thinking chunks in `content`);
+Covers GitHub Copilot (`reasoning_opaque`, `reasoning_text`), DeepSeek, Kimi,
+GLM and Qwen (`reasoning_content`, and Qwen's encrypted thinking), OpenRouter
+and MiniMax (`reasoning_details`), MiniMax's `<think>` block in `content`,
+Gemini's OpenAI-compatible endpoint (`extra_content`), LiteLLM (`__thought__`
+ids, `provider_specific_fields`) and Mistral (thinking chunks in `content`);
 `chat_fields` says how each is assembled. A
 response carries its reasoning once per assistant turn, so a turn's record is
 linked to every tool call of that turn.
+
+What goes back depends on who serves the request (addon/dialects/): the turns
+whose reasoning its provider reads, and whether its reasoning rides in `content`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +23,7 @@ from typing import Any
 import orjson
 
 from .. import dialects, jsoncodec
-from ..dialects.base import TOOL_RESULT_ORPHANED
-from ..dialects.deepseek import REASONING_CONTENT_MISSING
+from ..dialects.base import REASONING_CONTENT_MISSING, TOOL_RESULT_ORPHANED, Dialect
 from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
 from ..dialects.openai import CONTENT_EMPTY_ARRAY, deployment_model
 from ..limits import Budget, Parts
@@ -30,12 +34,15 @@ from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lo
 from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,
+    DIALECT_FIELDS,
     MESSAGE_FIELDS,
     STREAM_MARKERS,
     TEXT_FIELDS,
+    THINK_FIELD,
     THINKING_FIELD,
     WHOLE_FIELDS,
     DetailAssembler,
+    ThinkBlock,
     ThinkingChunks,
     call_field,
     is_missing,
@@ -43,6 +50,7 @@ from .chat_fields import (
     message_lacks,
     opaque_delta_fragments,
     put_back,
+    put_back_think,
     set_call_field,
 )
 
@@ -51,7 +59,10 @@ _EMPTY_CONTENT = (None, "", [])
 
 
 # Unpacked for the checks below, which see every chunk: plain `in`/`find` beat a loop or a regex alternation there.
-_REASONING, _TOOL_CALLS, _EXTRA_CONTENT, _THINKING = STREAM_MARKERS
+# The dialects' own markers are looked for only in chunks that hold none of the first four.
+_REASONING, _TOOL_CALLS, _EXTRA_CONTENT, _THINKING, *_DIALECT_MARKERS = STREAM_MARKERS
+# A chunk whose content is a non-empty string: the answer's content begins (or goes on) in it.
+_CONTENT_TEXT = re.compile(rb'"content"\s*:\s*"[^"]')
 
 
 def _interesting(data: bytes) -> bool:
@@ -65,6 +76,17 @@ def _interesting(data: bytes) -> bool:
         or data.find(_TOOL_CALLS, start) >= 0
         or data.find(_EXTRA_CONTENT, start) >= 0
         or data.find(_THINKING, start) >= 0
+        or any(data.find(marker, start) >= 0 for marker in _DIALECT_MARKERS)
+    )
+
+
+def _marked(data: bytes) -> bool:
+    return (
+        _REASONING in data
+        or _TOOL_CALLS in data
+        or _EXTRA_CONTENT in data
+        or _THINKING in data
+        or any(marker in data for marker in _DIALECT_MARKERS)
     )
 
 
@@ -88,18 +110,37 @@ class _ChoiceState:
     texts: dict[str, Parts] = field(default_factory=dict)
     whole: dict[str, Any] = field(default_factory=dict)
     details: DetailAssembler | None = None
-    thinking: ThinkingChunks | None = None
+    chunks: ThinkingChunks | None = None  # Mistral's thinking chunks, from content arrays
     calls: dict[int, _ToolCallSlot] = field(default_factory=dict)
     # calls that came without an index: where each id went, and the call a bare fragment continues
     call_ids: dict[str, int] = field(default_factory=dict)
     last_call: int = -1
+    # The content's leading `<think>` block, while it is read (None before any content text, and when not looked for)
+    think: ThinkBlock | None = None
+    content_seen: bool = False  # content text came: a block can only be at its start
 
-    def add(self, part: dict[str, Any]) -> None:
+    @property
+    def think_open(self) -> bool:
+        """Whether the content read so far may still be, or be in, a leading `<think>` block."""
+        return self.think is not None and self.think.open
+
+    def add(self, part: dict[str, Any], think: bool = False) -> None:
+        """Adds one delta (or message); `think`: its content is read for a leading `<think>` block (only where the
+        reader saw every piece of the content before it)."""
         # Most deltas hold one or two keys: visit the kept ones present, in the provider's order.
         for name, value in part.items():
             if name not in _KEPT:
                 continue
-            if name in TEXT_FIELDS:
+            if name == "content":
+                # Answer text comes as a string, read for a leading <think> block (MiniMax); an array may hold
+                # Mistral's thinking chunks.
+                if isinstance(value, list):
+                    if self.chunks is None:
+                        self.chunks = ThinkingChunks(self.budget, streamed=self.streamed)
+                    self.chunks.add(value)
+                elif think and isinstance(value, str) and value:
+                    self._content(value)
+            elif name in TEXT_FIELDS:
                 if isinstance(value, str):
                     texts = self.texts.get(name)
                     if texts is None:
@@ -113,15 +154,18 @@ class _ChoiceState:
                     if self.details is None:
                         self.details = DetailAssembler(self.budget)
                     self.details.add(value)
-            elif name == "content":
-                if isinstance(value, list):  # answer text comes as a string; an array may hold thinking chunks
-                    if self.thinking is None:
-                        self.thinking = ThinkingChunks(self.budget, streamed=self.streamed)
-                    self.thinking.add(value)
             elif isinstance(value, list):  # tool_calls
                 for call in value:
                     if isinstance(call, dict):
                         self._add_call(call)
+
+    def _content(self, text: str) -> None:
+        if self.think is None:
+            if self.content_seen:
+                return
+            self.think = ThinkBlock(self.budget)
+        self.content_seen = True
+        self.think.add(text)
 
     def _add_call(self, call: dict[str, Any]) -> None:
         call_id = call.get("id") if isinstance(call.get("id"), str) else ""
@@ -161,8 +205,11 @@ class _ChoiceState:
         fields.update(self.whole)
         if self.details:
             fields[DETAILS_FIELD] = self.details.entries()
-        if self.thinking:
-            fields[THINKING_FIELD] = self.thinking.chunks()
+        if self.chunks:
+            fields[THINKING_FIELD] = self.chunks.chunks()
+        block = self.think.value() if self.think is not None else None
+        if block is not None:
+            fields[THINK_FIELD] = block
         return fields
 
     def tool_calls(self) -> list[ToolCallRef]:
@@ -181,7 +228,12 @@ class _ChoiceState:
 
 class ChatCompletionsReader:
     """Reads chat completion chunks. While a stream passes, the chunks that matter are only set aside;
-    they are parsed in one batch when the records are asked for, so the stream is never held up by it."""
+    they are parsed in one batch when the records are asked for, so the stream is never held up by it.
+
+    The content's first text is parsed as it comes, to tell whether the answer starts with a `<think>` block; the
+    chunks of such a block are parsed as they come until the answer text after it begins. From then on, and in
+    answers without a block, content chunks are passed over unparsed; content arrays that hold Mistral's thinking
+    chunks carry the `"thinking"` marker and are set aside as the reasoning fields are."""
 
     def __init__(self) -> None:
         self.response_id: str | None = None
@@ -191,30 +243,47 @@ class ChatCompletionsReader:
         self._pending_bytes = 0
         self.unreadable = 0  # events that held no JSON (the capture says so in the log)
         self.budget = Budget()
+        # Where the content stands: None before its first text, True while a leading <think> block is read, False
+        # once the answer text began (with or without a block before it).
+        self._thinking: bool | None = None
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
         if data == b"[DONE]" or self.budget.over is not None:  # nothing more is kept of an answer over a bound
             return
         if self.response_id is None:  # the first chunk is read at once: the rest is judged by it
-            self._parse(data)
+            self._parse(data, think=True)
+            self._settle()
+            return
+        if self._thinking is not False and (self._thinking or _CONTENT_TEXT.search(data)):
+            self._drain()  # what was set aside comes first
+            self._parse(data, think=True)
+            self._settle()
             return
         # A chunk of one event was judged whole already; this cheaper test sorts chunks of several.
-        if _REASONING not in data and _TOOL_CALLS not in data and _EXTRA_CONTENT not in data and _THINKING not in data:
+        if not _marked(data):
             return
         self._pending.append(data)
         self._pending_bytes += len(data)
         if self._pending_bytes > MAX_PENDING_BYTES:
             self._drain()
 
-    def _parse(self, data: bytes) -> None:
+    def _parse(self, data: bytes, think: bool = False) -> None:
         try:
-            self._feed(orjson.loads(data), "delta")
+            self._feed(orjson.loads(data), "delta", think)
         except orjson.JSONDecodeError:
             docs = list(event_documents(data))
             self.unreadable += not docs
             for doc in docs:
-                self._feed(doc, "delta")
+                self._feed(doc, "delta", think)
+
+    def _settle(self) -> None:
+        """Where the content stands, after chunks were read for a `<think>` block."""
+        states = self._choices.values()
+        if any(state.think_open for state in states):
+            self._thinking = True
+        elif any(state.content_seen for state in states):
+            self._thinking = False
 
     def _drain(self) -> None:
         pending, self._pending, self._pending_bytes = self._pending, [], 0
@@ -228,17 +297,18 @@ class ChatCompletionsReader:
             self._feed(doc, "delta")
 
     def skippable(self, data: bytes) -> bool:
-        return self.response_id is not None and not _interesting(data)
+        return self.response_id is not None and self._thinking is False and not _interesting(data)
 
     @property
     def markers(self) -> tuple[bytes, ...] | None:
-        """What the events this reader keeps contain, once the first event has been read."""
-        return STREAM_MARKERS if self.response_id is not None else None
+        """What the events this reader keeps contain, once the first event has been read and the content has begun
+        (not with a `<think>` block, or after it)."""
+        return STREAM_MARKERS if self.response_id is not None and self._thinking is False else None
 
     def feed_document(self, doc: Any) -> None:
-        self._feed(doc, "message")
+        self._feed(doc, "message", True)
 
-    def _feed(self, doc: Any, part_key: str) -> None:
+    def _feed(self, doc: Any, part_key: str, think: bool = False) -> None:
         if type(doc) is not dict:
             return
         if self.response_id is None and isinstance(doc.get("id"), str):
@@ -260,7 +330,7 @@ class ChatCompletionsReader:
             state = states.get(key)
             if state is None:
                 state = states[key] = _ChoiceState(self.budget, streamed=part_key == "delta")
-            state.add(part)
+            state.add(part, think)
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         self._drain()
@@ -350,9 +420,10 @@ def _signed_sites(message: dict[str, Any]) -> Iterator[tuple[str, Any, Any, str 
     keys to the value; the id is the call's, or for values of the whole message its first call's."""
     calls = _tool_calls(message)
     first = _call_id(calls[0]) if calls else None
-    opaque = message.get("reasoning_opaque")
-    if isinstance(opaque, str) and opaque:
-        yield "reasoning_opaque", (message, ("reasoning_opaque",)), opaque, first
+    for name in ("reasoning_opaque", *DIALECT_FIELDS):
+        opaque = message.get(name)
+        if isinstance(opaque, str) and opaque:
+            yield name, (message, (name,)), opaque, first
     details = message.get(DETAILS_FIELD)
     if isinstance(details, list):
         for position, entry in enumerate(details):
@@ -431,15 +502,21 @@ class ChatCompletions(Routed):
     name = NAME
     items_key = "messages"
     # Readable text, logged as such (Mistral's thinking chunks as their JSON).
-    text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD})
-    # DeepSeek, Kimi and GLM read reasoning_content as text (DeepSeek takes "" too); Copilot's reasoning_text
-    # travels with the signed reasoning_opaque and is kept exact.
-    maskable_fields = frozenset({"reasoning_content"})
-    signed_fields = frozenset({"reasoning_opaque", "thought_signature", "signature", "data"})
-    signed_markers = (b'"reasoning_opaque"', b'"thought_signature"', b'"reasoning_details"')
+    text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD, THINK_FIELD})
+    # DeepSeek, Kimi, GLM and Qwen read reasoning_content as text (DeepSeek takes "" too), MiniMax its <think> block;
+    # Copilot's reasoning_text travels with the signed reasoning_opaque and is kept exact.
+    maskable_fields = frozenset({"reasoning_content", THINK_FIELD})
+    signed_fields = frozenset({"reasoning_opaque", "thought_signature", "signature", "data", *DIALECT_FIELDS})
+    signed_markers = (
+        b'"reasoning_opaque"',
+        b'"thought_signature"',
+        b'"reasoning_details"',
+        *(b'"%s"' % name.encode() for name in DIALECT_FIELDS),
+    )
     # Copilot's reasoning_opaque; OpenRouter's reasoning_details signatures; thought_signature of the Gemini
-    # OpenAI-compatible extra_content and of LiteLLM's provider_specific_fields, which also lists them.
-    opaque_keys = frozenset({"reasoning_opaque", "signature", "thought_signature"})
+    # OpenAI-compatible extra_content and of LiteLLM's provider_specific_fields, which also lists them; the
+    # dialects' own opaque fields.
+    opaque_keys = frozenset({"reasoning_opaque", "signature", "thought_signature", *DIALECT_FIELDS})
     opaque_list_keys = frozenset({"thought_signatures"})
     opaque_data_types = frozenset({"reasoning.encrypted"})  # OpenRouter's encrypted reasoning_details entry
 
@@ -480,6 +557,7 @@ class ChatCompletions(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
+        dialect = dialects.serving(context.host, context.path, context.model or "")
         actions: list[RepairAction] = []
         index = 0
         while index + 1 < len(messages):
@@ -490,6 +568,8 @@ class ChatCompletions(Routed):
                     messages[index : index + 2] = [_merge(messages[index], second)]
                     actions.append(RepairAction(kind="merged", location=f"messages[{index}]", index=index))
             index += 1
+        read_back = _turns_read_back(dialect, context, doc, messages)
+        think = dialect is not None and dialect.think_in_content
         for index, message in enumerate(messages):
             if type(message) is not dict or message.get("role") != "assistant":
                 continue
@@ -501,15 +581,17 @@ class ChatCompletions(Routed):
                 message["content"] = None
                 actions.append(RepairAction("content_null", location, index))
             hits = [(call, cache.call(*_call_parts(call))) for call in calls if type(call) is dict]
-            if restored := _restore_message(index, location, message, hits):
-                actions.append(restored)
+            # Where the provider discards a turn's reasoning, nothing is put back on it.
+            if read_back is None or index in read_back:
+                if restored := _restore_message(index, location, message, hits, think=think):
+                    actions.append(restored)
             if any(hit is not None and (hit.call.fields or hit.call.aliases) for _, hit in hits):
                 actions.extend(_restore_calls(index, messages, hits))
         return actions
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
-        return check_messages(messages, context) if isinstance(messages, list) else []
+        return check_messages(messages, context, doc) if isinstance(messages, list) else []
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         message = item_at(doc, self.items_key, index)
@@ -542,6 +624,13 @@ def _current_turn(messages: list[Any]) -> list[int]:
     ]
 
 
+def _turns_read_back(dialect: Dialect | None, context: RepairContext, doc: Any, messages: list[Any]) -> set[int] | None:
+    """The indexes of the messages whose reasoning the provider reads, when it reads only some (None: all)."""
+    if dialect is None or dialect.reads_back(context.path, doc) == "all":
+        return None
+    return set(_current_turn(messages))
+
+
 def refused_field_violations(messages: list[Any], context: RepairContext) -> list[Violation]:
     """The fields of assistant messages that the provider serving the request refuses the whole request for (another
     provider's reasoning field sent to Mistral)."""
@@ -562,9 +651,12 @@ def refused_field_violations(messages: list[Any], context: RepairContext) -> lis
     ]
 
 
-def check_messages(messages: list[Any], context: RepairContext) -> list[Violation]:
+def check_messages(messages: list[Any], context: RepairContext, doc: Any = None) -> list[Violation]:
+    """The rules a chat request's messages break; `doc` is the whole request, whose options (thinking turned off,
+    say) may change what its model requires."""
     violations = refused_field_violations(messages, context)
     model = context.model or ""
+    required = dialects.requires_reasoning_content(model, doc)
     called: set[str] = set()
     for index, message in enumerate(messages):
         location = f"messages[{index}]"
@@ -585,7 +677,7 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
         if message.get("content") == []:
             text = "content is an empty array (Copilot: invalid request body; the API wants null or text)"
             violations.append(Violation(rule=CONTENT_EMPTY_ARRAY, location=location, message=text))
-        if dialects.requires_reasoning_content(model) and message.get("reasoning_content") is None:
+        if required and message.get("reasoning_content") is None:
             text = "assistant tool-call message without reasoning_content (required in thinking mode)"
             violations.append(Violation(rule=REASONING_CONTENT_MISSING, location=location, message=text))
     rule = dialects.chat_signature(context.host, context.path, model)
@@ -613,20 +705,29 @@ def check_messages(messages: list[Any], context: RepairContext) -> list[Violatio
 
 
 def _restore_message(
-    index: int, location: str, message: dict[str, Any], hits: list[tuple[dict[str, Any], CallHit | None]]
+    index: int,
+    location: str,
+    message: dict[str, Any],
+    hits: list[tuple[dict[str, Any], CallHit | None]],
+    *,
+    think: bool = False,
 ) -> RepairAction | None:
-    """The turn's state back on the message, from the first of its calls found in the cache."""
+    """The turn's state back on the message, from the first of its calls found in the cache; with `think`, its
+    `<think>` block back at the start of its content."""
     for call, hit in hits:
         if hit is not None:
             break
     else:
         return None
     fields = hit.record.fields
-    restored = [name for name in fields if message_lacks(message, name)]
-    if not restored:
-        return None
+    restored = [name for name in fields if name != THINK_FIELD and message_lacks(message, name)]
     for name in restored:
         put_back(message, name, fields[name])
+    block = fields.get(THINK_FIELD) if think else None
+    if isinstance(block, str) and put_back_think(message, block):
+        restored.append(THINK_FIELD)
+    if not restored:
+        return None
     sent_id = call.get("id")
     return RepairAction(
         "restored",

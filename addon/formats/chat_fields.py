@@ -12,8 +12,14 @@ their own; each kind is assembled from stream fragments in its own way:
 * tool calls carry state of their own: the Gemini OpenAI-compatible
   `extra_content.google.thought_signature`, LiteLLM's
   `provider_specific_fields`, and LiteLLM's `call_…__thought__<signature>` ids;
+* a `<think>…</think>` block at the start of `content` (MiniMax's reasoning)
+  is read from the content's pieces until the answer text after it begins,
+  and kept under THINK_FIELD, which no message has: it goes back into `content`;
 * Mistral's thinking is no field of its own but chunks of the message's
   `content` array (`ThinkingChunks`), and goes back there.
+
+Provider dialects may add opaque message fields of their own (Qwen's encrypted
+thinking, addon/dialects/dashscope.py); they are joined from pieces as text is.
 """
 
 from __future__ import annotations
@@ -21,21 +27,30 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .. import jsoncodec
+from .. import dialects, jsoncodec
 from ..limits import Budget, Parts, utf8_size
 from ..records import split_call_id
 
-TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content")
+DIALECT_FIELDS = dialects.message_fields()
+TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content", *DIALECT_FIELDS)
 WHOLE_FIELDS = ("thought_signature", "extra_content")
 DETAILS_FIELD = "reasoning_details"
 # Mistral's thinking chunks, as a record keeps them: the `type: thinking` entries of the assistant message's content.
 THINKING_FIELD = "thinking"
 MESSAGE_FIELDS = (*TEXT_FIELDS, *WHOLE_FIELDS, DETAILS_FIELD)
+THINK_FIELD = "<think>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # What every stream chunk that carries one of these fields contains, for chunks to be sorted without parsing them:
 # "reasoning" covers the text fields and reasoning_details, "tool_calls" the state on calls, "extra_content" the
 # message-level Gemini shape (which carries thought_signature with it), '"thinking"' Mistral's thinking chunks (a
-# quote inside answer text is escaped, so answer text never holds it).
-STREAM_MARKERS = (b"reasoning", b"tool_calls", b"extra_content", b'"thinking"')
+# quote inside answer text is escaped, so answer text never holds it); then the dialects' fields not covered.
+STREAM_MARKERS = (
+    b"reasoning",
+    b"tool_calls",
+    b"extra_content",
+    b'"thinking"',
+    *(name.encode() for name in DIALECT_FIELDS if "reasoning" not in name),
+)
 # Tool call fields; "function." names a field inside the call's `function` object.
 CALL_FIELDS = (
     "extra_content",
@@ -97,6 +112,80 @@ class DetailAssembler:
                 entry[key] = "".join(parts)
             whole.append(entry)
         return whole
+
+
+class ThinkBlock:
+    """The `<think>…</think>` block an answer's content starts with, if it starts with one, read from the content's
+    pieces: up to the closing tag and the whitespace after it, where the answer text begins."""
+
+    __slots__ = ("parts", "state", "_head", "_tail")
+
+    def __init__(self, budget: Budget) -> None:
+        self.parts = Parts(THINK_FIELD, budget)
+        self.state = "head"  # head (is it a block?), inside, after (the closing tag seen), done, none (not a block)
+        self._head = ""  # the content so far, while too short to tell
+        self._tail = ""  # the end of the text inside, where a closing tag split over two pieces begins
+
+    @property
+    def open(self) -> bool:
+        """Whether more of the content may still belong to the block (or tell whether there is one)."""
+        return self.state in ("head", "inside", "after")
+
+    def add(self, text: str) -> None:
+        if not text or not self.open:
+            return
+        start = 0  # where in `text` the closing tag is looked for
+        if self.state == "head":
+            self._head += text
+            head = self._head.lstrip()
+            if len(head) < len(THINK_OPEN) and THINK_OPEN.startswith(head):
+                return
+            if not head.startswith(THINK_OPEN):
+                self.state, self._head = "none", ""
+                return
+            text, self._head = self._head, ""
+            start = len(text) - len(head) + len(THINK_OPEN)
+            self.state = "inside"
+        if self.state == "inside":
+            window = self._tail + text[start:]
+            at = window.find(THINK_CLOSE)
+            if at < 0:
+                self.parts.append(text)
+                self._tail = window[-(len(THINK_CLOSE) - 1) :]
+                return
+            end = start + at + len(THINK_CLOSE) - len(self._tail)
+            self.parts.append(text[:end])
+            text, self.state = text[end:], "after"
+        rest = text.lstrip()
+        self.parts.append(text[: len(text) - len(rest)])
+        if rest:
+            self.state = "done"
+
+    def value(self) -> str | None:
+        """The block with the whitespace after it, once its closing tag was read."""
+        return jsoncodec.join_text(self.parts.pieces) if self.state in ("after", "done") else None
+
+
+def put_back_think(message: dict[str, Any], block: str) -> bool:
+    """Puts a captured `<think>` block back at the start of a message's content, unless the content starts with one;
+    whether it did. The block ends with the whitespace that came after it, which replaces any the content begins
+    with (a client that strips the block may leave that whitespace, or trim it)."""
+    content = message.get("content")
+    if content is None or content == "":
+        message["content"] = block
+    elif isinstance(content, str):
+        if content.lstrip().startswith(THINK_OPEN):
+            return False
+        message["content"] = block + (content.lstrip() if block != block.rstrip() else content)
+    elif isinstance(content, list):
+        first = content[0] if content else None
+        text = first.get("text") if isinstance(first, dict) and first.get("type") == "text" else None
+        if isinstance(text, str) and text.lstrip().startswith(THINK_OPEN):
+            return False
+        content.insert(0, {"type": "text", "text": block})
+    else:
+        return False
+    return True
 
 
 # What a streamed thinking chunk costs the answer's budget whatever its text.

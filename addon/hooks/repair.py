@@ -6,7 +6,7 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import compat, formats, jsoncodec, repair_log
+from .. import compat, dialects, formats, jsoncodec, repair_log
 from ..cache import ReasoningStore, StoreUnavailable
 from ..decoding import Undecodable, message_body
 from ..events import Repaired, loggable_actions
@@ -61,6 +61,19 @@ def plan_repair(
     keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
     cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
     return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)
+
+
+def silent_provider(context: RepairContext, actions: list[RepairAction]) -> str | None:
+    """The provider that would have answered the request without the state the repair put back, only worse (it
+    drops reasoning silently); None where it would have refused it, or when nothing was put back."""
+    if not any(action.kind in INSERTING for action in actions):
+        return None
+    dialect = dialects.serving(context.host, context.path, context.model or "")
+    return dialect.name if dialect is not None and dialect.silent_drops else None
+
+
+def silent_note(provider: str) -> str:
+    return f"{provider} would not have refused the request without it: it drops reasoning silently, and answers worse"
 
 
 def may_hold_foreign(wire_format: WireFormat, body: bytes) -> bool:
@@ -209,6 +222,8 @@ class RequestRepair:
             self._hold_back(flow, meta, plan, signer)
             return
         keep = self.runtime.keep_bodies()
+        silent = silent_provider(plan.context, actions)
+        note = f"; {silent_note(silent)}" if silent else ""
         if settings.repair:
             try:
                 repaired = jsoncodec.dumps_request(doc)
@@ -219,7 +234,7 @@ class RequestRepair:
                 meta["original_request"] = body
             compat.set_content(request, repaired)
             flow.marked = REPAIR_MARKER
-            add_comment(flow, "llm repaired: " + summarize_actions(actions))
+            add_comment(flow, "llm repaired: " + summarize_actions(actions) + note)
         # Repair off too: an error answer is then explained with what the proxy would have done.
         self.runtime.remember_plan(flow.id, plan)
         if keep:
@@ -238,10 +253,11 @@ class RequestRepair:
                 again=logged.again,
                 again_by_kind=logged.again_by_kind,
                 total=logged.total,
+                silent_provider=silent,
             )
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s", verb, redact_url(request.url), logged.summary())
+        logger.info("llm %s %s: %s%s", verb, redact_url(request.url), logged.summary(), note)
 
     def _hold_back(self, flow: http.HTTPFlow, meta: dict[str, Any], plan: RepairPlan, signer: str) -> None:
         """A request that needs repair but whose body a signature covers goes on byte for byte, saying what the

@@ -23,7 +23,7 @@ from ..diagnosis import Diagnosis, classify
 from ..event_stream import is_aws_event_stream
 from ..formats import RepairContext, WireFormat
 from ..hooks.capture import remember_issuer
-from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model
+from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model, silent_provider
 from ..hooks.response_tap import read_recorded
 from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from ..provenance import Origin
@@ -53,6 +53,8 @@ class ExchangeCheck:
     diagnosis: Diagnosis | None = None
     calls: list[str] = field(default_factory=list)  # tool calls the answer made
     captured: list[str] = field(default_factory=list)  # reasoning fields read from the answer
+    # The provider, when it answers a request that lacks state it issued all the same (only worse)
+    silent_provider: str | None = None
 
     @property
     def dropped(self) -> list[RepairAction]:
@@ -61,7 +63,12 @@ class ExchangeCheck:
 
     @property
     def fails_as_sent(self) -> bool:
-        return bool(self.violations or self.dropped)
+        return bool(self.violations or (self.dropped and self.silent_provider is None))
+
+    @property
+    def loses_reasoning(self) -> bool:
+        """Answered as sent, but without reasoning the provider issued and reads back."""
+        return bool(self.dropped and self.silent_provider is not None and not self.violations)
 
     @property
     def fails_after_repair(self) -> bool:
@@ -165,6 +172,7 @@ def _check_exchange(
         )
         check.actions = plan.actions
         check.signed = body_signer(flow.request)
+        check.silent_provider = silent_provider(plan.context, plan.actions)
         # A signed body goes on as it was: what it breaks as sent, it still breaks through the proxy.
         check.remaining = check.violations if check.signed else wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
@@ -203,11 +211,15 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
         if check.unreadable:
             out.append(f"    not checked: {check.unreadable}")
             continue
-        if not check.fails_as_sent:
+        if check.loses_reasoning:
+            provider = check.silent_provider
+            out.append(f"    as sent: {provider} answers it, without the reasoning it issued (its drops are silent)")
+        elif not check.fails_as_sent:
             out.append("    as sent: breaks no known rule")
         else:
             out.append("    as sent: would fail")
             out += [f"      - {v.describe()}" for v in check.violations]
+        if check.fails_as_sent or check.loses_reasoning:
             out += [
                 f"      - drops {', '.join(a.fields)} the provider returned "
                 f"({a.location}{', tool call ' + display_call_id(a.tool_call_id) if a.tool_call_id else ''})"
@@ -244,10 +256,12 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
     failing = [c.number for c in checks if c.fails_as_sent]
     still = [c.number for c in checks if c.fails_after_repair]
     unchecked = [c.number for c in checks if c.beyond_tool]
+    losing = [c.number for c in checks if c.loses_reasoning]
     out.append("")
     out.append(
         f"{len(checks)} LLM request(s); {len(failing)} would fail as sent{_numbers(failing)}; "
-        f"{len(still)} would still fail through the proxy{_numbers(still)}"
+        + (f"{len(losing)} would lose reasoning silently{_numbers(losing)}; " if losing else "")
+        + f"{len(still)} would still fail through the proxy{_numbers(still)}"
         + (f"; {len(unchecked)} could not be checked{_numbers(unchecked)}." if unchecked else ".")
     )
     return redact_text("\n".join(out) + "\n")

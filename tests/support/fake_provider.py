@@ -217,6 +217,7 @@ class FakeProvider(LoopbackServer):
     server_class = _QuietServer
 
     def __init__(self) -> None:
+        from . import fake_chat_hosts
         from .fake_anthropic import AnthropicDialect
         from .fake_bedrock import BedrockDialect
         from .fake_cerebras import CerebrasDialect
@@ -249,6 +250,9 @@ class FakeProvider(LoopbackServer):
         self.dialects.insert(0, self.deepseek_anthropic)
         self.vertex_anthropic = VertexAnthropicFake()
         self.dialects.insert(0, self.vertex_anthropic)
+        # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
+        self.chat_hosts = fake_chat_hosts.chat_host_fakes()
+        self.dialects[-1:-1] = self.chat_hosts.values()
         self.bedrock = BedrockDialect()
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
