@@ -392,7 +392,7 @@ def test_50_mb_bodies_pass_intact_without_ballooning(
                 if process is addon:  # captured: read whole, parsed, stored (after the client had it all)
                     first = raw.split(b"\n\n", 1)[0].removeprefix(b"data: ") if stream else raw
                     response_id = json.loads(first)["id"]
-                    (captured,) = log.wait_for("captured", where=lambda e: e["response_id"] == response_id)
+                    (captured,) = log.wait_for("captured", where=lambda e: e.get("response_id") == response_id)
                     assert captured["complete"] is True
 
             growth[name, "request"] = rss_growth(process.pid, send_request)

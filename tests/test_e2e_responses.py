@@ -98,7 +98,7 @@ def test_turn_two_gets_its_reasoning_item_back(
     sent = fake.last("/responses").doc["input"]
     assert sent == [QUESTION, issued.item, *turn_two[1:]]
 
-    (captured,) = [e for e in log_events(proxy_state, "captured") if e["response_id"] == response_id]
+    (captured,) = [e for e in log_events(proxy_state, "captured") if e.get("response_id") == response_id]
     assert captured["wire_format"] == "openai_responses" and captured["streamed"] is stream
     assert [c["id"] for c in captured["tool_calls"]] == [c["call_id"] for c in calls]
     assert captured["fields"]["id"]["text"] == reasoning["id"]

@@ -127,7 +127,7 @@ def test_a_captured_answer_is_kept_and_its_reasoning_item_goes_back(
     assert response_id == CAPTURED["id"] == "0b824fe9-3250-2588-0bbf-0810402fc822"
     assert reasoning == CAPTURED["output"][0] and len(reasoning["encrypted_content"]) == 1731
     assert text.startswith("### Overview of Sonoran Cuisine")
-    (captured,) = tail.wait_for("captured", where=lambda e: e["response_id"] == response_id)
+    (captured,) = tail.wait_for("captured", where=lambda e: e.get("response_id") == response_id)
     assert captured["streamed"] is stream and captured["wire_format"] == "openai_responses"
     assert captured["fields"]["id"]["text"] == reasoning["id"]
     assert "text" not in captured["fields"]["encrypted_content"]
