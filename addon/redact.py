@@ -96,6 +96,10 @@ SECRET_QUERY_PARAMS = frozenset(
         "password",
         "secret",
         "client_secret",
+        # a presigned AWS URL's signature and the credentials it was made with
+        "x-amz-signature",
+        "x-amz-credential",
+        "x-amz-security-token",
     }
 )
 

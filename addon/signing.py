@@ -22,7 +22,8 @@ SIGNED_REMEDY = "a Bedrock API key (a bearer token, which signs no body) lets th
 def body_signer(request: http.Request) -> str | None:
     """What signs a request's body, for people ("AWS SigV4"); None when nothing does."""
     for value in request.headers.get_all("authorization"):
-        if value.lstrip()[:16].upper() == "AWS4-HMAC-SHA256":
+        # SigV4, and SigV4a (multi-region: the same scheme signed with ECDSA)
+        if value.lstrip().upper().startswith(("AWS4-HMAC-SHA256", "AWS4-ECDSA-P256-SHA256")):
             return SIGV4
     if any(name.lower() == "x-amz-signature" for name in request.query):
         return SIGV4

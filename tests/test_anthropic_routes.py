@@ -120,6 +120,19 @@ def test_a_redacted_block_deepseek_cannot_read_is_taken_out() -> None:
     ]
 
 
+@pytest.mark.parametrize("host", ["litellm.internal", "dashscope.aliyuncs.com"])
+def test_deepseeks_rules_hold_only_where_deepseek_answers(host: str) -> None:
+    """A gateway that serves a deepseek model on its own Messages route keeps Anthropic's rules: its redacted_thinking
+    stays, nothing is put back without a `thinking` field, and the body goes on as it came."""
+    doc = two_tool_turns()
+    doc["messages"][1]["content"] = [{"type": "thinking", "thinking": "Claude's.", "signature": "EqQB"}, REDACTED]
+    doc["messages"][1]["content"].append(use("call_a"))
+    before = copy.deepcopy(doc)
+    context = RepairContext(path="/v1/messages", model=DEEPSEEK, host=host)
+    assert FORMAT.repair(doc, cached(doc, [record("call_b", [THINKING, REDACTED])]), context) == []
+    assert doc == before and FORMAT.check(doc, context) == []
+
+
 def test_a_redacted_block_that_is_all_its_message_holds_stays() -> None:
     doc = {
         "model": DEEPSEEK,

@@ -353,3 +353,14 @@ def test_offline_diff_of_a_body_orjson_refuses_is_pretty_printed_too() -> None:
     diff = request_diff(before, after)
     assert diff.startswith("--- as sent\n+++ repaired\n")
     assert '+      "reasoning_opaque": "sig"\n' in diff
+
+
+def test_a_presigned_aws_url_loses_its_signature_and_credentials() -> None:
+    url = (
+        "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+        "&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20260101%2Fus-east-1%2Fbedrock%2Faws4_request"
+        "&X-Amz-Signature=fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024&X-Amz-Security-Token=FQoGZX"
+    )
+    cleaned = redact_url(url)
+    assert "AKIAIOSFODNN7EXAMPLE" not in cleaned and "fe5f80f77d5f" not in cleaned and "FQoGZX" not in cleaned
+    assert "X-Amz-Algorithm=AWS4-HMAC-SHA256" in cleaned

@@ -77,10 +77,12 @@ def reasoning_summary_required(host: str, path: str, model: str) -> bool:
     return dialect is not None and dialect.reasoning_summary_required(model)
 
 
-def messages_thinking(model: str) -> base.MessagesThinking | None:
+def messages_thinking(model: str, host: str | None = None, path: str = "") -> base.MessagesThinking | None:
     """How `model` treats thinking blocks on the Anthropic Messages format, where a dialect says it differs from
-    Anthropic."""
-    return next((rules for dialect in DIALECTS if (rules := dialect.messages_thinking(model)) is not None), None)
+    Anthropic (for a request to `host` and `path`, when they are known)."""
+    return next(
+        (rules for dialect in DIALECTS if (rules := dialect.messages_thinking(model, host, path)) is not None), None
+    )
 
 
 __all__ = [

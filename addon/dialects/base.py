@@ -189,9 +189,10 @@ class Dialect:
         (another provider's reasoning fields, where its schema is closed)."""
         return frozenset()
 
-    def messages_thinking(self, model: str) -> MessagesThinking | None:
-        """How `model` treats thinking blocks on the Anthropic Messages format, whoever serves it (a gateway in front
-        of the provider passes its rules on); None: as Anthropic does."""
+    def messages_thinking(self, model: str, host: str | None = None, path: str = "") -> MessagesThinking | None:
+        """How `model` treats thinking blocks on the Anthropic Messages format; None: as Anthropic does. Without a
+        `host` (where only the model is known: which cache keys a request may need) it answers for any host that
+        might serve the model; with one, only where the dialect's rules hold, since they change the body sent."""
         return None
 
     def thinking_off(self, model: str, doc: Any) -> bool:

@@ -86,10 +86,14 @@ class DeepSeek(Dialect):
     def requires_reasoning_content(self, model: str) -> bool:
         return model.startswith(("deepseek-reasoner", "deepseek-v4"))
 
-    def messages_thinking(self, model: str) -> MessagesThinking | None:
-        # Judged by the model, as reasoning_content is: a gateway that serves DeepSeek's models on the Messages format
-        # forwards them to DeepSeek's /anthropic route, whose rules then apply.
-        return ANTHROPIC_ROUTE_THINKING if model.startswith("deepseek-") else None
+    def messages_thinking(self, model: str, host: str | None = None, path: str = "") -> MessagesThinking | None:
+        if not model.startswith("deepseek-"):
+            return None
+        # Its rules change the body (redacted_thinking removed, every turn's thinking put back): only where DeepSeek
+        # answers, its host or an /anthropic route in front of it, not on any gateway that serves a deepseek model.
+        if host is not None and "deepseek.com" not in host and "/anthropic/" not in path.split("?", 1)[0]:
+            return None
+        return ANTHROPIC_ROUTE_THINKING
 
 
 DIALECT = DeepSeek()

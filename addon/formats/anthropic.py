@@ -584,7 +584,7 @@ class AnthropicMessages(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
-        rules = dialects.messages_thinking(context.model or "")
+        rules = dialects.messages_thinking(context.model or "", context.host, context.path)
         actions = remove_refused_blocks(messages, rules) if rules is not None else []
         if not thinking_on(doc, rules):
             return actions
@@ -613,7 +613,7 @@ class AnthropicMessages(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not isinstance(messages, list):
             return []
-        rules = dialects.messages_thinking(context.model or "")
+        rules = dialects.messages_thinking(context.model or "", context.host, context.path)
         violations = refused_block_violations(messages, rules) if rules is not None else []
         if not thinking_on(doc, rules):
             return violations
