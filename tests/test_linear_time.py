@@ -23,6 +23,7 @@ SCALE = 10
 CASES: dict[str, tuple[Callable[[int], bytes], str]] = {
     "chat reasoning_details with distinct indexes": (answers.chat_details, "chat_completions"),
     "chat tool calls without index": (answers.chat_calls_without_index, "chat_completions"),
+    "chat content of whitespace only": (answers.chat_whitespace_content, "chat_completions"),
     "responses items without output_index": (answers.responses_items_without_index, "openai_responses"),
     "anthropic thinking deltas and tool_use blocks": (answers.anthropic_blocks, "anthropic_messages"),
     "gemini function call parts": (answers.gemini_parts, "gemini_native"),

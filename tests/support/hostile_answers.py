@@ -59,6 +59,13 @@ def chat_calls_without_index(n: int) -> bytes:
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
 
+def chat_whitespace_content(n: int) -> bytes:
+    """Content of 64 spaces a chunk, never anything else: the reader cannot tell whether a `<think>` block begins."""
+    events = [{"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    events += [{"id": "c1", "choices": [{"index": 0, "delta": {"content": " " * 64}}]}] * n
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
 def responses_items_without_index(n: int) -> bytes:
     events = [{"type": "response.created", "response": {"id": "resp_1", "model": "m", "output": []}}]
     events.append(
