@@ -29,6 +29,11 @@ MAX_LOGGED_TEXT_CHARS = 4096
 # answer is read to its end but nothing more is kept, and it is not cached.
 MAX_ANSWER_BYTES = 16 * MiB
 MAX_TOOL_CALLS = 256
+# The choices of one chat completion a reader keeps apart (OpenAI takes `n` up to 128), and the content block index
+# it takes from a stream (Bedrock's `contentBlockIndex`): a real answer of 256 tool calls, each after a reasoning and
+# a text block, stays far below it. Past either the answer is read to its end, not cached.
+MAX_CHOICES = 128
+MAX_CONTENT_BLOCKS = 4096
 # Repairs each proxy process remembers having logged (a 64-bit hash each, least recently seen dropped first), so
 # that a `repaired` event lists a repair once per conversation and only counts it on later turns. About 8 MB when
 # full; past it, the repairs of the longest-idle conversations are listed in full once more if they come back.
@@ -62,6 +67,11 @@ class Budget:
             self.used += size
             return True
         return False
+
+    def refuse(self, why: str) -> None:
+        """Marks the answer over a bound of a reader's own (`why` says which, after "it"): nothing more is held."""
+        if self.over is None:
+            self.over = why
 
     def take_call(self) -> bool:
         """Whether one more tool call may be kept."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from llm_reasoning_proxy.dialects.bedrock import bedrock_route
 from llm_reasoning_proxy.event_stream import event_frame
 from llm_reasoning_proxy.formats import CacheView, RepairContext
 from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse
+from llm_reasoning_proxy.hooks.response_tap import read_recorded
+from llm_reasoning_proxy.limits import MAX_CONTENT_BLOCKS
 from llm_reasoning_proxy.records import ReasoningRecord
 
 from tests.support import capture
@@ -198,6 +201,50 @@ def test_interleaved_reasoning_goes_back_to_its_places() -> None:
     }
     FORMAT.repair(request, cache_of([record]), CONTEXT)
     assert request["messages"][1]["content"] == [first, one, second, two]
+
+
+def test_text_blocks_between_reasoning_blocks_keep_their_places() -> None:
+    first = {"reasoningContent": {"reasoningText": {"text": "a", "signature": "S1" * 20}}}
+    use = {"toolUse": {"toolUseId": "tooluse_a", "name": "ls", "input": {}}}
+    (record,) = document_records({"output": {"message": {"content": [{"text": "x"}, first, {"text": "y"}, {}, use]}}})
+    assert record.fields["reasoning_layout"] == ["text", "reasoningContent", "text", "text", "toolUse"]
+
+
+def indexed_stream(index: int) -> bytes:
+    """A reasoning block at index 1 and a tool use at `index`, in a stream whose other blocks are text."""
+    return stream(
+        ("messageStart", {"role": "assistant"}),
+        ("contentBlockDelta", {"contentBlockIndex": 1, "delta": {"reasoningContent": {"text": "a", "signature": "s"}}}),
+        ("contentBlockStop", {"contentBlockIndex": 1}),
+        ("contentBlockStart", {"contentBlockIndex": index, "start": {"toolUse": {"toolUseId": "tu", "name": "ls"}}}),
+        ("contentBlockStop", {"contentBlockIndex": index}),
+        ("messageStop", {"stopReason": "tool_use"}),
+    )
+
+
+def test_a_content_block_index_up_to_the_bound_is_laid_out() -> None:
+    reader = FORMAT.reader()
+    read_recorded(reader, indexed_stream(MAX_CONTENT_BLOCKS - 1), sse=False, aws_frames=True)
+    (record,) = reader.records(complete=True)
+    kinds = ["text", "reasoningContent", *["text"] * (MAX_CONTENT_BLOCKS - 3), "toolUse"]
+    assert record.fields["reasoning_layout"] == kinds and reader.budget.over is None
+
+
+@pytest.mark.parametrize("index", [MAX_CONTENT_BLOCKS, 2 * 10**7, 10**18, -1])
+def test_a_content_block_index_past_the_bound_is_refused_without_allocating(index: int) -> None:
+    """A stream names its block indexes: one far past any real answer's costs nothing, and the answer is read to its
+    end but not cached."""
+    reader = FORMAT.reader()
+    tracemalloc.start()
+    try:
+        read_recorded(reader, indexed_stream(index), sse=False, aws_frames=True)
+        records = reader.records(complete=True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024, f"{peak} bytes"
+    assert reader.budget.over == f"it has a content block index outside 0 to {MAX_CONTENT_BLOCKS - 1}"
+    assert [record.tool_calls for record in records] == [[]]  # the reasoning before it was read, the call was not
 
 
 def test_finished_turns_are_left_as_sent() -> None:

@@ -13,6 +13,7 @@ import zstandard
 from llm_reasoning_proxy import formats
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap, read_recorded
+from llm_reasoning_proxy.limits import MAX_CHOICES
 from llm_reasoning_proxy.records import ReasoningRecord, arguments_digest
 
 from tests.support import capture
@@ -202,6 +203,27 @@ def test_a_text_field_past_the_limit_stops_the_answer_being_kept(monkeypatch: py
     # What it held is let go, and nothing after the bound is kept (not even the tool call that came later).
     assert reader.records(complete=True) == []
     assert reader.budget.over == "its reasoning_content is over the 0 MiB limit per stored value"
+
+
+def choices_answer(count: int) -> bytes:
+    """A streamed answer of `count` choices, each with its reasoning and a tool call."""
+    chunks = []
+    for index in range(count):
+        call = {"index": 0, "id": f"call_{index}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        delta = {"reasoning_content": f"r{index}", "tool_calls": [call]}
+        chunks.append({"id": "r", "model": "m", "choices": [{"index": index, "delta": delta}]})
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("count", [MAX_CHOICES, MAX_CHOICES + 1, 10 * MAX_CHOICES])
+def test_the_reader_keeps_at_most_max_choices_choices(count: int) -> None:
+    """Each choice of an answer is kept apart; past MAX_CHOICES of them no more are, and the answer is read to its end
+    but not cached."""
+    reader = ChatCompletions().reader()
+    read_recorded(reader, choices_answer(count), sse=True)
+    kept = reader.records(complete=True)
+    assert [record.tool_call_ids for record in kept] == [[f"call_{index}"] for index in range(MAX_CHOICES)]
+    assert reader.budget.over == (None if count == MAX_CHOICES else f"it has more than {MAX_CHOICES} choices")
 
 
 def test_reasoning_fragments_of_two_choices_stay_apart() -> None:

@@ -15,7 +15,7 @@ from llm_reasoning_proxy.formats import CacheView, RepairContext
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
 from llm_reasoning_proxy.formats.chat_fields import THINK_FIELD, ThinkBlock, put_back_think
 from llm_reasoning_proxy.hooks.repair import silent_provider
-from llm_reasoning_proxy.limits import Budget
+from llm_reasoning_proxy.limits import MAX_VALUE_BYTES, Budget
 from llm_reasoning_proxy.records import ReasoningRecord, RepairAction, ToolCallRef
 from llm_reasoning_proxy.sse_parser import SSEEvent
 
@@ -344,6 +344,26 @@ def test_think_block_is_read_from_the_start_of_content(pieces: list[str], block:
     for piece in pieces:
         think.add(piece)
     assert think.value() == block
+
+
+def test_content_of_whitespace_only_is_held_within_the_answers_budget() -> None:
+    """Until content other than whitespace comes, a block may still begin; the whitespace it would begin with is
+    held as it comes, each piece charged to the answer's budget once, and past the bound of one value nothing is."""
+    budget = Budget()
+    think = ThinkBlock(budget)
+    piece = " \n" * 2048
+    for _ in range(MAX_VALUE_BYTES // len(piece)):
+        think.add(piece)
+    assert think.open and budget.over is None and budget.used == MAX_VALUE_BYTES
+    think.add(piece)
+    assert budget.over == "its <think> is over the 4 MiB limit per stored value" and think.parts.pieces == []
+
+
+def test_whitespace_before_content_that_is_no_block_is_let_go() -> None:
+    think = ThinkBlock(Budget())
+    for piece in ("  ", "\n", " <th", "e answer"):
+        think.add(piece)
+    assert not think.open and think.value() is None and think.parts.pieces == []
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,8 @@ SCALE = 10
 CASES: dict[str, tuple[Callable[[int], bytes], str]] = {
     "chat reasoning_details with distinct indexes": (answers.chat_details, "chat_completions"),
     "chat tool calls without index": (answers.chat_calls_without_index, "chat_completions"),
+    "chat content of whitespace only": (answers.chat_whitespace_content, "chat_completions"),
+    "chat choices each opening a think block": (answers.chat_think_choices, "chat_completions"),
     "responses items without output_index": (answers.responses_items_without_index, "openai_responses"),
     "anthropic thinking deltas and tool_use blocks": (answers.anthropic_blocks, "anthropic_messages"),
     "gemini function call parts": (answers.gemini_parts, "gemini_native"),
@@ -54,6 +56,18 @@ def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> Non
     small = cpu_seconds(make(BASE), wire_format)
     large = cpu_seconds(make(BASE * SCALE), wire_format)
     assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
+
+
+def test_countless_choices_each_opening_a_think_block_cost_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader keeps MAX_CHOICES choices, so the case above stops early; without that bound, whether a `<think>`
+    block is open in some choice is still known after each chunk without looking at every choice."""
+    monkeypatch.setattr("llm_reasoning_proxy.formats.chat_completions.MAX_CHOICES", 1 << 30, raising=False)
+    reader = formats.by_name("chat_completions").reader()
+    read_recorded(reader, answers.chat_think_choices(BASE), sse=True)
+    assert reader.budget.over is None  # every choice was kept: no bound cut the reading short
+    small = cpu_seconds(answers.chat_think_choices(BASE), "chat_completions")
+    large = cpu_seconds(answers.chat_think_choices(BASE * SCALE), "chat_completions")
+    assert large < 3 * SCALE * max(small, 0.002), f"{small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
 
 
 # --- a request's removal of values issued elsewhere: as many foreign values as a client cares to send ----------

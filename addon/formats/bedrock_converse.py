@@ -31,7 +31,7 @@ from typing import Any
 from .. import jsoncodec
 from ..dialects.anthropic import ANTHROPIC_SIGNATURE_MISSING, ANTHROPIC_THINKING_EXPECTED
 from ..dialects.bedrock import CONVERSE, CONVERSE_STREAM, bedrock_route
-from ..limits import Budget, Parts
+from ..limits import MAX_CONTENT_BLOCKS, Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
@@ -151,6 +151,8 @@ class ConverseReader:
         index = doc.get("contentBlockIndex")
         if not isinstance(index, int) or kind not in ("contentBlockStart", "contentBlockDelta", "contentBlockStop"):
             return
+        if not self._takes(index):
+            return
         if kind == "contentBlockStop":
             if index in self._blocks:
                 self._blocks[index].stopped = True
@@ -177,6 +179,13 @@ class ConverseReader:
                 if isinstance(piece.get(key), str):
                     parts.append(piece[key])
 
+    def _takes(self, index: int) -> bool:
+        """Whether a content block index is within the bound; past it the answer is read on but not cached."""
+        if 0 <= index < MAX_CONTENT_BLOCKS:
+            return True
+        self.budget.refuse(f"it has a content block index outside 0 to {MAX_CONTENT_BLOCKS - 1}")
+        return False
+
     def _open(self, index: int, kind: str) -> _Block | None:
         block = self._blocks.get(index)
         if block is not None:
@@ -197,6 +206,8 @@ class ConverseReader:
             kind = block_kind(block)
             if kind not in (REASONING, TOOL_USE) or not isinstance(block[kind], dict):
                 continue
+            if not self._takes(index):
+                return
             cost = len(jsoncodec.dumps(block)) if kind == REASONING else 0
             if self.budget.take_call() if kind == TOOL_USE else self.budget.take(REASONING, cost):
                 self._blocks[index] = _Block.opened(kind, self.budget, whole=block)
@@ -221,8 +232,12 @@ class ConverseReader:
         text = "\n\n".join(t for block in reasoning if (t := reasoning_text(block)))
         if text:
             fields[TEXT_FIELD] = text
-        # Blocks the reader did not keep (answer text) sit at the indexes between the ones it did.
-        layout = [self._blocks[i].kind if i in self._blocks else "text" for i in range(indexes[-1] + 1)]
+        # Blocks the reader did not keep (answer text) sit at the indexes between the ones it did (all below
+        # MAX_CONTENT_BLOCKS).
+        layout: list[str] = []
+        for i in indexes:
+            layout += ["text"] * (i - len(layout))
+            layout.append(self._blocks[i].kind)
         if layout[: len(reasoning)] != [REASONING] * len(reasoning):
             fields[LAYOUT_FIELD] = layout
         return [ReasoningRecord(wire_format=NAME, fields=fields, tool_calls=calls, complete=complete)]

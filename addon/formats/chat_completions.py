@@ -26,7 +26,7 @@ from .. import dialects, jsoncodec
 from ..dialects.base import REASONING_CONTENT_MISSING, TOOL_RESULT_ORPHANED, Dialect
 from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
 from ..dialects.openai import CONTENT_EMPTY_ARRAY, deployment_model
-from ..limits import Budget, Parts
+from ..limits import MAX_CHOICES, Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
@@ -246,6 +246,10 @@ class ChatCompletionsReader:
         # Where the content stands: None before its first text, True while a leading <think> block is read, False
         # once the answer text began (with or without a block before it).
         self._thinking: bool | None = None
+        # How many choices may still be in a leading <think> block, and how many had content text: kept as chunks
+        # are read, for `_settle` not to look at every choice after each chunk.
+        self._open_blocks = 0
+        self._content_begun = 0
 
     def feed_event(self, event: SSEEvent) -> None:
         data = event.data
@@ -279,10 +283,9 @@ class ChatCompletionsReader:
 
     def _settle(self) -> None:
         """Where the content stands, after chunks were read for a `<think>` block."""
-        states = self._choices.values()
-        if any(state.think_open for state in states):
+        if self._open_blocks:
             self._thinking = True
-        elif any(state.content_seen for state in states):
+        elif self._content_begun:
             self._thinking = False
 
     def _drain(self) -> None:
@@ -329,8 +332,17 @@ class ChatCompletionsReader:
             key = index if type(index) is int else position
             state = states.get(key)
             if state is None:
+                if len(states) >= MAX_CHOICES:
+                    self.budget.refuse(f"it has more than {MAX_CHOICES} choices")
+                    return
                 state = states[key] = _ChoiceState(self.budget, streamed=part_key == "delta")
+            if not think:
+                state.add(part)
+                continue
+            was_open, had_content = state.think_open, state.content_seen
             state.add(part, think)
+            self._open_blocks += state.think_open - was_open
+            self._content_begun += state.content_seen - had_content
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         self._drain()

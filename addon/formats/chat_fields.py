@@ -123,7 +123,9 @@ class ThinkBlock:
     def __init__(self, budget: Budget) -> None:
         self.parts = Parts(THINK_FIELD, budget)
         self.state = "head"  # head (is it a block?), inside, after (the closing tag seen), done, none (not a block)
-        self._head = ""  # the content so far, while too short to tell
+        # The content's first non-whitespace text, while too short to tell: a strict prefix of THINK_OPEN, at most 6
+        # characters. The whitespace before it is held in `parts`, within the budget, as the block begins with it.
+        self._head = ""
         self._tail = ""  # the end of the text inside, where a closing tag split over two pieces begins
 
     @property
@@ -136,16 +138,22 @@ class ThinkBlock:
             return
         start = 0  # where in `text` the closing tag is looked for
         if self.state == "head":
-            self._head += text
-            head = self._head.lstrip()
+            # Each piece is looked at once: content of whitespace only, however long, costs time linear in it.
+            if not self._head:
+                stripped = text.lstrip()
+                if len(stripped) < len(text):
+                    self.parts.append(text[: len(text) - len(stripped)])
+                if not stripped:
+                    return
+                text = stripped
+            head, self._head = self._head + text, ""
             if len(head) < len(THINK_OPEN) and THINK_OPEN.startswith(head):
+                self._head = head
                 return
             if not head.startswith(THINK_OPEN):
-                self.state, self._head = "none", ""
+                self.state, self.parts.pieces = "none", []
                 return
-            text, self._head = self._head, ""
-            start = len(text) - len(head) + len(THINK_OPEN)
-            self.state = "inside"
+            text, start, self.state = head, len(THINK_OPEN), "inside"
         if self.state == "inside":
             window = self._tail + text[start:]
             at = window.find(THINK_CLOSE)

@@ -59,6 +59,25 @@ def chat_calls_without_index(n: int) -> bytes:
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
 
 
+def chat_whitespace_content(n: int) -> bytes:
+    """Content of 64 spaces a chunk, never anything else: the reader cannot tell whether a `<think>` block begins."""
+    events = [{"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}]
+    events += [{"id": "c1", "choices": [{"index": 0, "delta": {"content": " " * 64}}]}] * n
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
+def chat_think_choices(n: int) -> bytes:
+    """Chunk i closes choice i's `<think>` block and opens one in choice i+1: a new choice, whose block is open,
+    in every chunk."""
+    events = [
+        {"id": "c1", "model": "m", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "<think>"}}]}
+    ]
+    for i in range(n):
+        choices = [{"index": i, "delta": {"content": "</think>x"}}, {"index": i + 1, "delta": {"content": "<think>"}}]
+        events.append({"id": "c1", "choices": choices})
+    return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+
+
 def responses_items_without_index(n: int) -> bytes:
     events = [{"type": "response.created", "response": {"id": "resp_1", "model": "m", "output": []}}]
     events.append(
