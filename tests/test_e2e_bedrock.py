@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -25,7 +23,8 @@ from tests.support.aws_frames import by_hand
 from tests.support.event_log import LogTail
 from tests.support.fake_bedrock import MODEL_ERRORS, SIGNATURE_MISMATCH
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy
+from tests.support.offline_cli import offline_cli as cli
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
 
 pytestmark = pytest.mark.e2e
 
@@ -326,14 +325,6 @@ def test_a_sigv4_signed_request_goes_on_untouched_and_says_how_it_could_be_repai
 
 
 # Diagnosis and the offline tools ---------------------------------------------------------------
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 class Capture(NamedTuple):

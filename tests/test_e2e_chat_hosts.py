@@ -7,8 +7,6 @@ request asks the provider to read back, and says the provider would not have com
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,8 @@ from mitmproxy import io
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.offline_cli import offline_cli as cli
+from tests.support.proxy import MitmdumpProcess
 from tests.support.turns import QUESTION, TOOLS, client, logged_events
 
 pytestmark = pytest.mark.e2e
@@ -282,16 +281,6 @@ def test_minimax_history_that_kept_its_think_block_is_sent_byte_for_byte(
 
 
 # --- a flow file: the refusal explained, the offline check, the export --------------------------
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 HOSTS = {  # provider: (route, model, what the request asks, what the client drops, the field that goes back)

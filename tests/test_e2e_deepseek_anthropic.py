@@ -9,8 +9,6 @@ of DeepSeek's route do.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,8 @@ from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from tests.support.event_log import LogTail
 from tests.support.fake_deepseek_anthropic import THINKING_MISSING
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.offline_cli import offline_cli as cli
+from tests.support.proxy import MitmdumpProcess
 from tests.test_e2e_anthropic import QUESTION, TOOLS, answer_text, as_json, reply, results, tool_ids, without_thinking
 
 pytestmark = pytest.mark.e2e
@@ -148,16 +147,6 @@ def test_the_400_is_diagnosed_as_deepseeks(recorded: dict[str, Any]) -> None:
         f"wants every turn's back) (tool call {call})"
     ]
     assert "would have inserted thinking before messages[1].content[1]" in diagnosed["advice"]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) -> None:

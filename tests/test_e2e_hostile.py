@@ -21,8 +21,6 @@ import base64
 import json
 import os
 import stat
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -37,6 +35,7 @@ from tests.support import hostile_answers
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider, Recorded
 from tests.support.hostile_upstream import Answer, HostileUpstream
+from tests.support.offline_cli import offline_cli
 from tests.support.planted import every_shape
 from tests.support.proxy import MitmdumpProcess, plain_streaming, reverse_proxy, start_failure
 from tests.support.turns import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
@@ -165,16 +164,6 @@ def test_a_body_that_cannot_be_written_back_exactly_goes_on_as_sent(
 
 # Deeper than any supported Python's JSON parsers follow (3.13 follows some thousands of levels, 3.11 one thousand).
 DEEP = b'{"model":"deepseek-reasoner","messages":[{"role":"user","content":' + b"[" * 20000 + b"]" * 20000 + b"}]}"
-
-
-def offline_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ another provider's reasoning field gets Mistral's 422, which the proxy names and
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,8 @@ from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.offline_cli import offline_cli as cli
+from tests.support.proxy import MitmdumpProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -173,16 +172,6 @@ def test_the_422_for_another_providers_field_is_diagnosed(recorded: dict[str, An
     assert diagnosed["message"] == "body.messages.1.assistant.reasoning_content: Extra inputs are not permitted"
     assert diagnosed["advice"].startswith("the provider takes no such field on a message")
     assert diagnosed["tool_call_ids"] == [recorded["call"]]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_the_offline_check_finds_the_dropped_thinking_and_the_refused_field(recorded: dict[str, Any]) -> None:

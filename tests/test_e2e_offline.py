@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import openai
@@ -17,6 +16,7 @@ from mitmproxy.test import tflow
 
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
+from tests.support.offline_cli import offline_cli as cli
 from tests.support.planted import planted
 from tests.support.proxy import MitmdumpProcess
 
@@ -46,16 +46,6 @@ def record(fake: FakeProvider, confdir: Path, out: Path, *, repair: bool) -> Pat
         session = run_session(f"{proxy.url}/v1", TOKEN, query={"key": QUERY_KEY}, task=task)
     assert session.statuses == ([200, 200, 200] if repair else [200, 400]), session.statuses
     return out
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ the path, and change nothing else.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,8 @@ from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.offline_cli import offline_cli as cli
+from tests.support.proxy import MitmdumpProcess
 from tests.test_e2e_anthropic import (
     MISSING_THINKING,
     QUESTION,
@@ -124,16 +123,6 @@ def test_the_400_is_diagnosed(recorded: dict[str, Any]) -> None:
     assert (diagnosed["location"], diagnosed["tool_call_ids"]) == ("messages[1]", [call])
     assert diagnosed["cache_had"] is True  # captured under the model the path named
     assert "would have inserted thinking before messages[1].content[1]" in diagnosed["advice"]
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) -> None:

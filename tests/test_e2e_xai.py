@@ -4,8 +4,6 @@ fake xAI (tests/support/fake_xai.py) whose first answers are real captures (test
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +24,9 @@ from tests.support.fake_xai import (
     UNDECRYPTABLE,
     captured_payloads,
 )
+from tests.support.offline_cli import offline_cli as cli
 from tests.support.planted import planted
-from tests.support.proxy import ROOT, MitmdumpProcess
+from tests.support.proxy import MitmdumpProcess
 
 pytestmark = pytest.mark.e2e
 MODEL = "grok-4"
@@ -207,16 +206,6 @@ def test_the_fake_refuses_an_edited_blob_and_one_issued_for_another_model(fake: 
             create(direct, [QUESTION, *items, *results(output)], stream=False, model=model)
         assert refusal(refused.value) == {"code": "invalid-argument", "error": UNDECRYPTABLE}
     assert create(direct, [QUESTION, *output, *results(output)], stream=False)[2] == FINAL_ANSWER
-
-
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture(scope="module")
