@@ -104,7 +104,25 @@ def chat_foreign(count: int) -> dict:
     }
 
 
+def converse_foreign(count: int) -> dict:
+    """Bedrock Converse: one earlier assistant message of `count` foreign reasoning blocks and a toolUse."""
+    blocks: list[dict] = [
+        {"reasoningContent": {"reasoningText": {"text": "", "signature": f"FOREIGN-{n}"}}} for n in range(count)
+    ]
+    blocks.append({"toolUse": {"toolUseId": "tooluse_1", "name": "f", "input": {}}})
+    return {
+        "messages": [
+            {"role": "user", "content": [{"text": "q"}]},
+            {"role": "assistant", "content": blocks},
+            {"role": "user", "content": [{"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "a"}]}}]},
+            {"role": "assistant", "content": [{"text": "done"}]},
+            {"role": "user", "content": [{"text": "q2"}]},
+        ],
+    }
+
+
 REMOVALS: dict[str, tuple[Callable[[int], dict], str]] = {
+    "bedrock converse foreign reasoning blocks": (converse_foreign, "bedrock_converse"),
     "anthropic foreign thinking blocks": (anthropic_foreign, "anthropic_messages"),
     "chat foreign reasoning_details entries": (chat_foreign, "chat_completions"),
 }

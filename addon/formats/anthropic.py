@@ -29,7 +29,19 @@ from ..limits import Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents, item_at
+from .base import (
+    CacheView,
+    CallHit,
+    RepairContext,
+    Routed,
+    SignedBlocks,
+    body_model,
+    call_lookup_keys,
+    event_documents,
+    item_at,
+    remove_foreign_blocks,
+    user_turn_start,
+)
 
 NAME = "anthropic_messages"
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -297,23 +309,8 @@ def _has_tool_result(message: Any) -> bool:
 
 
 def current_turn_start(messages: list[Any]) -> int:
-    """Where the current tool loop begins: just after the last user prompt.
-
-    Consecutive user messages count as one (the API merges them); a user turn
-    that holds a `tool_result` continues the loop instead of starting a new one.
-    """
-    start = index = 0
-    while index < len(messages):
-        if not (isinstance(messages[index], dict) and messages[index].get("role") == "user"):
-            index += 1
-            continue
-        end = index
-        while end < len(messages) and isinstance(messages[end], dict) and messages[end].get("role") == "user":
-            end += 1
-        if not any(_has_tool_result(message) for message in messages[index:end]):
-            start = end
-        index = end
-    return start
+    """Where the current tool loop begins (a user turn holding a `tool_result` continues it)."""
+    return user_turn_start(messages, _has_tool_result)
 
 
 def repair_targets(messages: list[Any], *, every_turn: bool = False) -> list[int]:
@@ -435,55 +432,22 @@ def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[
     return actions
 
 
-def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
+_THINKING_BLOCKS = SignedBlocks(
+    content=_content,
+    signed_value=_signed_value,
+    label=lambda block: block["type"],
+    fields=lambda block: [block["type"]],
+    first_call_id=lambda content: _use_parts(uses[0])[0] if (uses := _tool_uses(content)) else None,
+)
+
+
+def remove_foreign_thinking(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
     """Drops the thinking blocks another model, host or account signed; earlier turns may lose their thinking
     (the API strips it anyway), the message the current tool loop ends with may not, so foreign blocks there stay."""
     messages = doc.get("messages") if isinstance(doc, dict) else None
     if not isinstance(messages, list):
         return [], []
-    sites = [
-        (index, position, value)
-        for index, message in enumerate(messages)
-        for position, block in enumerate(_content(message) or ())
-        if (value := _signed_value(block)) is not None
-    ]
-    why = foreign([value for _, _, value in sites])
-    if not why:
-        return [], []
-    required = required_thinking(doc, messages)
-    actions: list[RepairAction] = []
-    kept: list[tuple[int, str]] = []
-    first_use: dict[int, str | None] = {}  # removing thinking blocks leaves the tool_use blocks as they are
-    for index, position, value in reversed(sites):  # from the end, so that positions before stay valid
-        reason = why.get(value)
-        if reason is None:
-            continue
-        content = messages[index]["content"]
-        kind = content[position]["type"]
-        where = f"{kind} block at messages[{index}].content[{position}] {reason}"
-        if index in required:
-            kept.append((index, f"{where}; left in place: {required[index]}"))
-            continue
-        if len(content) == 1:
-            kept.append((index, f"{where}; left: it is all the message holds"))
-            continue
-        if index not in first_use:
-            uses = _tool_uses(content)
-            first_use[index] = _use_parts(uses[0])[0] if uses else None
-        del content[position]
-        actions.append(
-            RepairAction(
-                kind="foreign_removed",
-                location=f"messages[{index}].content[{position}]",
-                index=index,
-                fields=[kind],
-                tool_call_id=first_use[index],
-                reason=reason,
-            )
-        )
-    actions.reverse()
-    kept.reverse()
-    return actions, kept
+    return remove_foreign_blocks(messages, foreign, _THINKING_BLOCKS, lambda: required_thinking(doc, messages))
 
 
 def every_turn_violations(messages: list[Any], rules: MessagesThinking) -> list[Violation]:
@@ -536,7 +500,7 @@ class AnthropicMessages(Routed):
         return [(("block", jsoncodec.as_key(doc.get("index")), "signature"), delta.get("signature"))]
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
-        return remove_foreign_blocks(doc, foreign)
+        return remove_foreign_thinking(doc, foreign)
 
     def route(self, path: str) -> bool:
         route = path.split("?", 1)[0].rstrip("/")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -269,3 +269,85 @@ def body_model(body: bytes, doc: Any | None) -> str | None:
             return None
     model = doc.get("model") if isinstance(doc, dict) else None
     return model if isinstance(model, str) else None
+
+
+def user_turn_start(messages: list[Any], holds_tool_result: Callable[[Any], bool]) -> int:
+    """Where the current tool loop of a role-tagged message list begins: just after the last user prompt.
+
+    Consecutive user messages count as one (the APIs merge them); a user turn that holds a tool result
+    (`holds_tool_result`, in the format's own block names) continues the loop instead of starting a new one.
+    """
+    start = index = 0
+    while index < len(messages):
+        if not (isinstance(messages[index], dict) and messages[index].get("role") == "user"):
+            index += 1
+            continue
+        end = index
+        while end < len(messages) and isinstance(messages[end], dict) and messages[end].get("role") == "user":
+            end += 1
+        if not any(holds_tool_result(message) for message in messages[index:end]):
+            start = end
+        index = end
+    return start
+
+
+@dataclass(frozen=True, slots=True)
+class SignedBlocks:
+    """How a format whose messages hold `content` block lists names its signed blocks, for `remove_foreign_blocks`."""
+
+    content: Callable[[Any], list[Any] | None]  # the block list of a message that may hold signed blocks
+    signed_value: Callable[[Any], str | None]  # the signed or encrypted value of a block, if it has one
+    label: Callable[[Any], str]  # what a person calls the block ("thinking", "reasoningContent")
+    fields: Callable[[Any], list[str]]  # what a removal action lists
+    first_call_id: Callable[[list[Any]], str | None]  # the tool call of a message's content, for the log
+
+
+def remove_foreign_blocks(
+    messages: list[Any], foreign: ForeignLookup, blocks: SignedBlocks, required: Callable[[], dict[int, str]]
+) -> tuple[list[RepairAction], list[tuple[int, str]]]:
+    """Drops the signed blocks another model, host or account issued, from the end so that positions before stay
+    valid. A message in `required` (asked only when there is something foreign: index -> why) keeps its own, and a
+    block that is all its message holds stays. Linear in the blocks sent: each message's tool call is read once."""
+    sites = [
+        (index, position, value)
+        for index, message in enumerate(messages)
+        for position, block in enumerate(blocks.content(message) or ())
+        if (value := blocks.signed_value(block)) is not None
+    ]
+    why = foreign([value for _, _, value in sites])
+    if not why:
+        return [], []
+    kept_in_place = required()
+    actions: list[RepairAction] = []
+    kept: list[tuple[int, str]] = []
+    call_ids: dict[int, str | None] = {}  # removing signed blocks leaves the tool call blocks as they are
+    for index, position, value in reversed(sites):
+        reason = why.get(value)
+        if reason is None:
+            continue
+        content = messages[index]["content"]
+        block = content[position]
+        where = f"{blocks.label(block)} block at messages[{index}].content[{position}] {reason}"
+        if index in kept_in_place:
+            kept.append((index, f"{where}; left in place: {kept_in_place[index]}"))
+            continue
+        if len(content) == 1:
+            kept.append((index, f"{where}; left: it is all the message holds"))
+            continue
+        if index not in call_ids:
+            call_ids[index] = blocks.first_call_id(content)
+        fields = blocks.fields(block)
+        del content[position]
+        actions.append(
+            RepairAction(
+                kind="foreign_removed",
+                location=f"messages[{index}].content[{position}]",
+                index=index,
+                fields=fields,
+                tool_call_id=call_ids[index],
+                reason=reason,
+            )
+        )
+    actions.reverse()
+    kept.reverse()
+    return actions, kept

@@ -35,7 +35,18 @@ from ..limits import MAX_CONTENT_BLOCKS, Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, call_lookup_keys, event_documents, item_at
+from .base import (
+    CacheView,
+    CallHit,
+    RepairContext,
+    Routed,
+    SignedBlocks,
+    call_lookup_keys,
+    event_documents,
+    item_at,
+    remove_foreign_blocks,
+    user_turn_start,
+)
 
 NAME = "bedrock_converse"
 REASONING = "reasoningContent"
@@ -268,20 +279,8 @@ def _has_tool_result(message: Any) -> bool:
 
 
 def current_turn_start(messages: list[Any]) -> int:
-    """Where the current tool loop begins: just after the last user prompt (consecutive user messages count as one;
-    a user turn holding a toolResult continues the loop)."""
-    start = index = 0
-    while index < len(messages):
-        if not (isinstance(messages[index], dict) and messages[index].get("role") == "user"):
-            index += 1
-            continue
-        end = index
-        while end < len(messages) and isinstance(messages[end], dict) and messages[end].get("role") == "user":
-            end += 1
-        if not any(_has_tool_result(message) for message in messages[index:end]):
-            start = end
-        index = end
-    return start
+    """Where the current tool loop begins (a user turn holding a toolResult continues it)."""
+    return user_turn_start(messages, _has_tool_result)
 
 
 def last_assistant(messages: list[Any]) -> int | None:
@@ -357,53 +356,30 @@ def required_reasoning_at(doc: Any, messages: list[Any]) -> int | None:
     return last
 
 
-def remove_foreign_blocks(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
+_REASONING_BLOCKS = SignedBlocks(
+    content=_content,
+    signed_value=_signed_value,
+    label=lambda block: "reasoningContent",
+    fields=lambda block: _members([block]),
+    first_call_id=lambda content: _use_parts(uses[0])[0] if (uses := _tool_uses(content)) else None,
+)
+_LOOP_END_KEEPS = (
+    "the current tool loop's last assistant message must start with its reasoning (finish the loop on that model)"
+)
+
+
+def remove_foreign_reasoning(doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
     """Drops the reasoning blocks another model, host or account signed; as for Anthropic, the last assistant
     message of the current tool loop keeps its own, and a block that is all its message holds stays."""
     messages = doc.get("messages") if isinstance(doc, dict) else None
     if not isinstance(messages, list):
         return [], []
-    sites = [
-        (index, position, value)
-        for index, message in enumerate(messages)
-        for position, block in enumerate(_content(message) or ())
-        if (value := _signed_value(block)) is not None
-    ]
-    why = foreign([value for _, _, value in sites])
-    if not why:
-        return [], []
-    required = required_reasoning_at(doc, messages)
-    actions: list[RepairAction] = []
-    kept: list[tuple[int, str]] = []
-    for index, position, value in reversed(sites):  # from the end, so that positions before stay valid
-        reason = why.get(value)
-        if reason is None:
-            continue
-        content = messages[index]["content"]
-        where = f"reasoningContent block at messages[{index}].content[{position}] {reason}"
-        if index == required:
-            note = "the current tool loop's last assistant message must start with its reasoning (finish the loop on "
-            kept.append((index, f"{where}; left in place: {note}that model)"))
-            continue
-        if len(content) == 1:
-            kept.append((index, f"{where}; left: it is all the message holds"))
-            continue
-        uses = _tool_uses(content)
-        fields = _members([content[position]])
-        del content[position]
-        actions.append(
-            RepairAction(
-                kind="foreign_removed",
-                location=f"messages[{index}].content[{position}]",
-                index=index,
-                fields=fields,
-                tool_call_id=_use_parts(uses[0])[0] if uses else None,
-                reason=reason,
-            )
-        )
-    actions.reverse()
-    kept.reverse()
-    return actions, kept
+
+    def required() -> dict[int, str]:
+        index = required_reasoning_at(doc, messages)
+        return {} if index is None else {index: _LOOP_END_KEEPS}
+
+    return remove_foreign_blocks(messages, foreign, _REASONING_BLOCKS, required)
 
 
 class BedrockConverse(Routed):
@@ -504,7 +480,7 @@ class BedrockConverse(Routed):
         return [_use_parts(use) for use in _tool_uses(content)] if content is not None else []
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:
-        return remove_foreign_blocks(doc, foreign)
+        return remove_foreign_reasoning(doc, foreign)
 
     def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
         """A reasoning block's signature deltas, joined per content block (Bedrock sends it in one; the reader would
