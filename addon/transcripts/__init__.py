@@ -1,0 +1,35 @@
+"""Conversations as people read them: one transcriber per wire format, registered here by the format's name.
+
+The content view, the offline report and the comparisons between turns read requests and answers only through
+`conversation` and `read_answer`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..hooks.response_tap import read_recorded
+from . import anthropic, bedrock_converse, chat_completions, gemini, responses
+from .base import Transcriber
+from .model import Answer, Conversation, Message, Part, Usage
+
+TRANSCRIBERS: dict[str, Transcriber] = {
+    module.TRANSCRIBER.wire_format: module.TRANSCRIBER
+    for module in (chat_completions, responses, anthropic, gemini, bedrock_converse)
+}
+
+
+def conversation(wire_format: str, doc: Any, path: str = "") -> Conversation:
+    """The conversation a request body of `wire_format` carries."""
+    return TRANSCRIBERS[wire_format].request(doc, path)
+
+
+def read_answer(wire_format: str, body: bytes, *, sse: bool, aws_frames: bool = False) -> Answer:
+    """The answer a recorded (decoded) response body holds: a JSON document, an SSE stream or AWS event-stream
+    frames, split and read the way the proxy reads them as they pass."""
+    assembler = TRANSCRIBERS[wire_format].assembler()
+    read_recorded(assembler, body, sse=sse, aws_frames=aws_frames)
+    return assembler.finish()
+
+
+__all__ = ["TRANSCRIBERS", "Answer", "Conversation", "Message", "Part", "Usage", "conversation", "read_answer"]

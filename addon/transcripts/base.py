@@ -1,0 +1,126 @@
+"""The interface every wire format's transcriber implements, and the answer assembler they share."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from .. import jsoncodec
+from ..limits import Budget
+from ..records import ReasoningRecord
+from ..sse_parser import SSEEvent
+from .model import Answer, Conversation, Message, Part, Usage
+
+# An answer is assembled for people to read; past this much text per message the rest is counted, not kept.
+MAX_ASSEMBLED_CHARS = 4 * 1024 * 1024
+
+
+class Transcriber(Protocol):
+    wire_format: str  # formats.WireFormat.name
+
+    def request(self, doc: Any, path: str) -> Conversation:
+        """The conversation a request body asks about (`path`: the request's path, which names the model on some
+        routes). Never raises for a body of the wrong shape: what it cannot read becomes an "other" part."""
+        ...
+
+    def assembler(self) -> AnswerAssembler:
+        """A fresh assembler for one answer."""
+        ...
+
+
+class AnswerAssembler:
+    """Assembles one answer from its stream events or its whole body. It takes the place of a format's
+    ResponseReader in `hooks.response_tap.read_recorded`, so a recorded stream is split the way the proxy splits it.
+
+    Subclasses implement `event(data, name)` (one stream event's JSON) and `document(doc)` (a whole body); both
+    fill `self.answer`.
+    """
+
+    markers = None  # every event matters
+    unreadable = 0
+
+    def __init__(self) -> None:
+        self.budget = Budget()
+        self.answer = Answer()
+
+    def feed_event(self, event: SSEEvent) -> None:
+        self.answer.streamed = True
+        data = event.data.strip()
+        if not data or data == b"[DONE]":
+            return
+        try:
+            payload = jsoncodec.loads(data)
+        except ValueError:
+            self.unreadable += 1
+            self.answer.unreadable += 1
+            return
+        self.answer.events += 1
+        if isinstance(payload, dict):
+            self.event(payload, event.event)
+
+    def feed_document(self, doc: Any) -> None:
+        if isinstance(doc, list):  # Gemini's streamGenerateContent without alt=sse: one JSON array of chunks
+            for chunk in doc:
+                if isinstance(chunk, dict):
+                    self.answer.events += 1
+                    self.event(chunk, None)
+            return
+        if isinstance(doc, dict):
+            self.document(doc)
+
+    def skippable(self, data: bytes) -> bool:
+        return False
+
+    def records(self, *, complete: bool) -> list[ReasoningRecord]:
+        return []
+
+    def event(self, payload: dict[str, Any], name: str | None) -> None:
+        raise NotImplementedError
+
+    def document(self, doc: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> Answer:
+        """The answer, once every event is in: parts that were assembled piece by piece are joined here."""
+        return self.answer
+
+
+def text_of(value: Any) -> str:
+    """A value as text: strings as they are, anything else as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    try:
+        return jsoncodec.dumps(value).decode("utf-8", "replace")
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def other(where: str, value: Any) -> Part:
+    """A piece the transcriber does not know, kept as JSON text so nothing is hidden."""
+    return Part("other", text=text_of(value), field=where)
+
+
+def as_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from(doc: Any, **paths: str) -> Usage:
+    """A Usage read from `doc` by dotted paths: usage_from(u, input="prompt_tokens", reasoning="a.b")."""
+    found: dict[str, int | None] = {}
+    for name, path in paths.items():
+        value: Any = doc
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        found[name] = as_int(value)
+    return Usage(**found)
+
+
+def merge_usage(old: Usage, new: Usage) -> Usage:
+    """Usage reported in pieces over a stream (Anthropic's message_start, then message_delta): the later wins."""
+    return Usage(
+        **{name: getattr(new, name) if getattr(new, name) is not None else getattr(old, name) for name in Usage.__slots__}
+    )
+
+
+__all__ = ["Answer", "AnswerAssembler", "Conversation", "Message", "Part", "Transcriber", "Usage"]

@@ -1,0 +1,145 @@
+"""Comparing two versions of a conversation: what the proxy sent against what the client sent, and a turn against
+the turn before it. The result is the later version with each difference marked, and what it lacks put back in
+place, marked too, so that one list shows both.
+
+Messages are paired by role and tool calls (else text), so a message whose reasoning is gone still pairs with the
+version that had it; within a pair, parts are compared by their content.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from dataclasses import dataclass, field
+from difflib import SequenceMatcher
+
+from .model import Mark, Message, Part
+
+
+@dataclass(slots=True)
+class Changes:
+    messages: list[Message]  # the later version, marked, with what it lacks shown in place
+    added: int = 0  # parts (or whole messages) the later version has and the earlier lacks
+    removed: int = 0
+    merged: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.merged)
+
+
+def compare(
+    before: list[Message], after: list[Message], *, added: Mark = "restored", removed: Mark = "removed"
+) -> Changes:
+    """`after` with its differences from `before` marked: what it adds as `added`, what it lacks as `removed`
+    (put back where it was), messages built from several of `before`'s as "merged". Neither list is changed."""
+    changes = Changes([])
+    matcher = SequenceMatcher(None, [m.key() for m in before], [m.key() for m in after], autojunk=False)
+    opcodes = matcher.get_opcodes()
+    # A merged message pairs with the part that holds its tool calls; the others it absorbed look deleted.
+    absorbed: dict[int, list[Message]] = {}
+    for op, b1, b2, a1, _ in opcodes:
+        if op == "delete":
+            into = next((at for at in (a1, a1 - 1) if 0 <= at < len(after) and _holds(after[at], before[b1:b2])), None)
+            if into is not None:
+                absorbed.setdefault(into, []).extend(before[b1:b2])
+    for op, b1, b2, a1, a2 in opcodes:
+        if op == "equal":
+            for at, old, new in zip(range(a1, a2), before[b1:b2], after[a1:a2]):
+                if at in absorbed:
+                    changes.messages.append(_merged(absorbed[at] + [old], new, added, removed, changes))
+                else:
+                    changes.messages.append(_compare_parts(old, new, added, removed, changes))
+        elif op == "insert":
+            for new in after[a1:a2]:
+                changes.messages.append(_whole(new, added))
+                changes.added += 1
+        elif op == "delete":
+            if not any(m is before[b1] for olds in absorbed.values() for m in olds):
+                for old in before[b1:b2]:
+                    changes.messages.append(_whole(old, removed))
+                    changes.removed += 1
+        else:
+            _replace(before[b1:b2], after[a1:a2], added, removed, changes)
+    return changes
+
+
+def _holds(message: Message, others: list[Message]) -> bool:
+    """Whether `message` holds every part of `others`, all of its role: what a merge of them would be."""
+    if any(other.role != message.role for other in others):
+        return False
+    have = Counter(p.key() for p in message.parts)
+    need = Counter(p.key() for other in others for p in other.parts)
+    return all(have[key] >= count for key, count in need.items())
+
+
+def _merged(olds: list[Message], new: Message, added: Mark, removed: Mark, changes: Changes) -> Message:
+    olds = sorted(olds, key=lambda m: _position(m.where))
+    whole = Message(new.role, [p for m in olds for p in m.parts], new.where)
+    merged = _compare_parts(whole, new, added, removed, changes)
+    if merged is new:
+        merged = copy.copy(new)
+    merged.mark = "merged"
+    merged.note = "merged from " + ", ".join(m.where for m in olds)
+    changes.merged += 1
+    return merged
+
+
+def _position(where: str) -> int:
+    digits = where[where.rfind("[") + 1 : -1] if where.endswith("]") else ""
+    return int(digits) if digits.isdigit() else -1
+
+
+def _whole(message: Message, mark: Mark) -> Message:
+    marked = copy.copy(message)
+    marked.mark = mark
+    return marked
+
+
+def _compare_parts(old: Message, new: Message, added: Mark, removed: Mark, changes: Changes) -> Message:
+    old_keys = Counter(p.key() for p in old.parts)
+    new_keys = Counter(p.key() for p in new.parts)
+    if old_keys == new_keys:
+        return new
+    marked = copy.copy(new)
+    marked.parts = []
+    remaining = old_keys.copy()
+    for part in new.parts:
+        key = part.key()
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            marked.parts.append(part)
+        else:
+            marked.parts.append(_marked(part, added))
+            changes.added += 1
+    for part in old.parts:  # what the later version lacks, after what it has
+        key = part.key()
+        if remaining[key] > 0:
+            remaining[key] -= 1
+            marked.parts.append(_marked(part, removed))
+            changes.removed += 1
+    return marked
+
+
+def _marked(part: Part, mark: Mark) -> Part:
+    marked = copy.copy(part)
+    marked.mark = mark
+    return marked
+
+
+def _replace(old: list[Message], new: list[Message], added: Mark, removed: Mark, changes: Changes) -> None:
+    """A run of messages that changed: merged (fewer messages holding all of the earlier ones' parts), or else
+    each paired in order where the roles agree."""
+    if len(new) == 1 and len(old) > 1 and all(m.role == new[0].role for m in old):
+        changes.messages.append(_merged(old, new[0], added, removed, changes))
+        return
+    for position in range(max(len(old), len(new))):
+        if position < len(old) and position < len(new) and old[position].role == new[position].role:
+            changes.messages.append(_compare_parts(old[position], new[position], added, removed, changes))
+        else:
+            if position < len(old):
+                changes.messages.append(_whole(old[position], removed))
+                changes.removed += 1
+            if position < len(new):
+                changes.messages.append(_whole(new[position], added))
+                changes.added += 1

@@ -1,0 +1,31 @@
+"""Placeholder until this format's transcriber is written."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import AnswerAssembler, other
+from .model import Conversation, Message
+
+WIRE_FORMAT = "openai_responses"
+
+
+class _Transcriber:
+    wire_format = WIRE_FORMAT
+
+    def request(self, doc: Any, path: str) -> Conversation:
+        return Conversation(WIRE_FORMAT, messages=[Message("?", [other("body", doc)], "body")])
+
+    def assembler(self) -> AnswerAssembler:
+        return _Assembler()
+
+
+class _Assembler(AnswerAssembler):
+    def event(self, payload: dict[str, Any], name: str | None) -> None:
+        pass
+
+    def document(self, doc: dict[str, Any]) -> None:
+        pass
+
+
+TRANSCRIBER = _Transcriber()
