@@ -90,6 +90,9 @@ class ResponseCapture:
         store, settings = self.runtime.store, self.runtime.settings
         if meta is None or store is None or settings is None:
             return
+        timing = meta.setdefault("addon_ms", {})
+        if isinstance(timing, dict):
+            timing["response"] = round(result.seconds * 1000, 3)
         url = redact_url(flow.request.url)
         if result.problem:
             report_skip(flow, result.problem, self.runtime.events)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from mitmproxy import http
@@ -20,7 +21,7 @@ from ..records import RepairAction, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
 from ..scope import Scope, caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
-from .annotate import META, REPAIR_MARKER, add_comment, report_skip
+from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip
 from .failopen import fail_open
 from .runtime import Runtime
 
@@ -136,8 +137,12 @@ class RequestRepair:
     def request(self, flow: http.HTTPFlow) -> None:
         if flow.request.method != "POST" or flow.response is not None or not self.runtime.ready:
             return
+        started = time.perf_counter()
         with fail_open(flow.id, "request repair", self.runtime.events):
             self._request(flow)
+            meta = flow_meta(flow)
+            if meta is not None:  # the report shows the proxy's own time beside the provider's
+                meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
 
     def _note_rotating(self, host: str, kind: str) -> None:
         """Says once per host and kind of credential that repair will not outlive the credential."""

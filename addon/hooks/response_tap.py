@@ -9,6 +9,7 @@ sent it, byte for byte and without delay.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class TapResult:
     over: str | None = None  # the bound the answer met (limits.Budget): it was read to its end, and is not cached
     unreadable: int = 0  # stream events that held no JSON (ResponseReader.unreadable)
     problem: str | None = None  # why the copy could not be read, if it could not
+    seconds: float = 0.0  # the time the tap spent reading its copy, off the stream's path or on it
 
 
 class ResponseTap:
@@ -81,6 +83,7 @@ class ResponseTap:
         self._backlog: list[bytes] = []
         self._unreadable_frames = 0  # AWS event frames that carried nothing a reader takes
         self._backlog_size = 0
+        self.seconds = 0.0  # spent reading: what the proxy's own time on this answer is made of
         if read and sse:
             try:
                 # A compressed stream's copy is decoded piece by piece and no further than the bound.
@@ -118,6 +121,13 @@ class ResponseTap:
         return chunk
 
     def _read_backlog(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._read_pending()
+        finally:
+            self.seconds += time.perf_counter() - started
+
+    def _read_pending(self) -> None:
         if not self._backlog or self._parser is None:
             return
         data = b"".join(self._backlog)
@@ -144,6 +154,7 @@ class ResponseTap:
             return
         self._finished = True
         self._read_backlog()
+        started = time.perf_counter()
         try:
             if self._parser is not None and complete:
                 assert self._decoder is not None
@@ -164,6 +175,7 @@ class ResponseTap:
             self._stop(f"response not readable: {type(e).__name__}: {e}")
         if not self._keep_body:
             self._kept = None
+        self.seconds += time.perf_counter() - started
         if self._on_finish is not None:
             with self._guard():
                 self._on_finish(self._result(complete))
@@ -189,6 +201,7 @@ class ResponseTap:
             over=self.reader.budget.over,  # after records(): the reader may meet a bound while it assembles them
             unreadable=self.reader.unreadable + self._unreadable_frames,
             problem=self.problem,
+            seconds=self.seconds,
         )
 
     def _read_document(self, raw: bytes | bytearray) -> None:
