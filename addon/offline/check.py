@@ -8,11 +8,11 @@ and checked again; each response feeds the cache for the requests after it.
 
 from __future__ import annotations
 
-import copy
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from mitmproxy import http
 
@@ -106,37 +106,54 @@ def _records(wire_format_reader, response: http.Response) -> list[ReasoningRecor
     return wire_format_reader.records(complete=True)
 
 
+@dataclass(slots=True)
+class CheckedExchange:
+    """One exchange as the check replayed it, with the documents it read: what the client sent and what the proxy
+    sends (the repaired copy; the same document when nothing needed repair). None where the body was not JSON."""
+
+    flow: http.HTTPFlow
+    check: ExchangeCheck
+    sent: Any = None
+    repaired: Any = None
+
+
 def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> list[ExchangeCheck]:
     """Replays the LLM exchanges among `flows`, in order; other traffic is skipped."""
+    return [checked.check for checked in checked_exchanges(flows, placeholder=placeholder)]
+
+
+def checked_exchanges(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> Iterator[CheckedExchange]:
+    """`check_flows`, one exchange at a time, with the documents each check read."""
     store = MemoryStore(CacheLimits(max_age=math.inf, max_entries=10**9))
-    checks: list[ExchangeCheck] = []
+    number = 0
     for flow in flows:
         if not isinstance(flow, http.HTTPFlow):
             continue
         try:
             claimed = _claim_as_sent(flow)
         except UnreadableBody as e:
+            number += 1
             url = redact_url(flow.request.pretty_url)
-            check = ExchangeCheck(len(checks) + 1, url, "?", None, unreadable=str(e), beyond_tool=True)
-            checks.append(check)
+            yield CheckedExchange(flow, ExchangeCheck(number, url, "?", None, unreadable=str(e), beyond_tool=True))
             continue
         if claimed is None:
             continue
         wire_format, body, live = claimed
+        number += 1
         check = ExchangeCheck(
-            number=len(checks) + 1,
+            number=number,
             url=redact_url(flow.request.pretty_url),
             wire_format=wire_format.name,
             model=request_model(wire_format, flow.request.path, body, None),
             live_repaired=live,
         )
-        checks.append(check)
+        checked = CheckedExchange(flow, check)
         try:
-            _check_exchange(check, flow, wire_format, body, store, placeholder)
+            checked.sent, checked.repaired = _check_exchange(check, flow, wire_format, body, store, placeholder)
         except Exception as e:  # noqa: BLE001 - one exchange the tool cannot follow must not end the others
             check.unreadable = f"could not be checked ({type(e).__name__}: {redact_text(str(e))[:200]})"
             check.beyond_tool = True
-    return checks
+        yield checked
 
 
 def _check_exchange(
@@ -146,9 +163,12 @@ def _check_exchange(
     body: bytes,
     store: MemoryStore,
     placeholder: str,
-) -> None:
+) -> tuple[Any, Any]:
+    """Checks one exchange and feeds its answer to the replay's cache; returns the documents it read (what the
+    client sent, and the repaired copy), None for a body that is not JSON."""
     identity = caller_identity(flow.request)
     scope = scope_of(flow.request, identity)
+    doc = repaired = None
     try:
         doc = jsoncodec.loads(body)
     except ValueError as e:
@@ -158,7 +178,7 @@ def _check_exchange(
         check.model = request_model(wire_format, flow.request.path, body, doc)
         context = RepairContext(path=flow.request.path, model=check.model, host=flow.request.pretty_host.lower())
         check.violations = wire_format.check(doc, context)
-        repaired = copy.deepcopy(doc)
+        repaired = jsoncodec.loads(body)  # a second parse copies a document faster than deepcopy does
         plan = plan_repair(
             wire_format,
             flow.request,
@@ -176,12 +196,14 @@ def _check_exchange(
         # A signed body goes on as it was: what it breaks as sent, it still breaks through the proxy.
         check.remaining = check.violations if check.signed else wire_format.check(repaired, plan.context)
         check.diff = request_diff(doc, repaired) if plan.actions else ""
+        if not plan.actions:
+            repaired = doc
     if flow.response is None:
-        return
+        return doc, repaired
     check.status = flow.response.status_code
     if check.status >= 400:
         check.diagnosis = classify(check.status, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
-        return
+        return doc, repaired
     origin = Origin(str(scope), check.model, identity.derived)
     for record in _records(wire_format.reader(), flow.response):
         record = record.model_copy(update={"request_model": check.model})
@@ -194,6 +216,7 @@ def _check_exchange(
         check.captured += [name for name in record.fields if name not in check.captured]
         for call in record.tool_calls:
             check.captured += [name for name in call.fields if name not in check.captured]
+    return doc, repaired
 
 
 def _indent(text: str, prefix: str = "      ") -> str:
