@@ -1,0 +1,262 @@
+"""The report as one self-contained HTML file: the page's style and script inline, the data as one JSON document
+inside it, nothing fetched from anywhere.
+
+The data is written so that it grows with what is new in a session, not with the length of its histories: every
+distinct message is stored once and a turn lists the messages it holds, so a 400-message history sent again on each
+of 1,000 turns costs 400 messages and 1,000 lists of numbers. The page renders a turn only when it is opened.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import orjson
+
+from ... import __version__, formats
+from ...redact import redact_json, redact_text
+from ...transcripts.model import Answer, Message, Part, Usage
+from ..fixtures import opaque_values
+from .turns import Turn
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+    "connect-src 'none'; form-action 'none'; base-uri 'none'"
+)
+
+
+def opaque_stand_in(value: str) -> str:
+    part = Part.opaque("", value)
+    return f"[opaque: {part.length:,} characters, sha256 {part.digest}]"
+
+
+@dataclass
+class _Table:
+    """Distinct JSON values, each stored once, by the bytes they serialise to."""
+
+    rows: list[bytes] = field(default_factory=list)
+    index: dict[bytes, int] = field(default_factory=dict)
+
+    def add(self, value: Any) -> int:
+        data = orjson.dumps(value)
+        found = self.index.get(data)
+        if found is None:
+            found = self.index[data] = len(self.rows)
+            self.rows.append(data)
+        return found
+
+
+class ReportData:
+    """Builds the report's JSON document turn by turn."""
+
+    def __init__(self, *, include_opaque: bool) -> None:
+        self.include_opaque = include_opaque
+        self.messages = _Table()
+        self.items = _Table()
+        self.turns: list[bytes] = []
+        self.conversations: list[dict[str, Any]] = []
+        self._texts: dict[str, str] = {}  # redacted texts, by text: a history repeats them on every turn
+
+    def _text(self, text: str) -> str:
+        if len(text) < 12:  # too short to hold any credential shape the redactor knows
+            return text
+        done = self._texts.get(text)
+        if done is None:
+            done = self._texts[text] = redact_text(text)
+            if len(self._texts) > 200_000:
+                self._texts.clear()
+        return done
+
+    def part(self, part: Part) -> dict[str, Any]:
+        entry: dict[str, Any] = {"k": part.kind}
+        if part.kind == "opaque":
+            entry["l"] = part.length
+            entry["h"] = part.digest
+            if self.include_opaque and part.value is not None:
+                entry["v"] = part.value
+        elif part.text:
+            entry["t"] = self._text(part.text)
+        for key, value in (("f", part.field), ("c", part.call_id), ("a", part.name), ("m", part.mark)):
+            if value:
+                entry[key] = self._text(value) if key == "a" else value
+        return entry
+
+    def message(self, message: Message) -> int:
+        entry: dict[str, Any] = {"r": message.role, "w": message.where, "p": [self.part(p) for p in message.parts]}
+        if message.mark:
+            entry["m"] = message.mark
+        if message.note:
+            entry["n"] = message.note
+        return self.messages.add(entry)
+
+    def answer(self, answer: Answer) -> dict[str, Any]:
+        return {
+            "msgs": [self.message(m) for m in answer.messages],
+            "usage": _usage(answer.usage),
+            "finish": answer.finish,
+            "model": answer.model,
+            "streamed": answer.streamed,
+            "events": answer.events,
+            "problem": self._text(answer.problem) if answer.problem else None,
+        }
+
+    def request_items(self, turn: Turn) -> dict[str, Any] | None:
+        """The request body for copy-as-cURL: its top-level list stored item by item (a history's items are the
+        same on every turn), opaque values stood in for unless asked, every string redacted."""
+        body = turn.body
+        if not isinstance(body, dict):
+            return None
+        if not self.include_opaque:
+            body = _stand_in(body, set(opaque_values(body)))
+        key = formats.by_name(turn.wire_format).items_key if turn.wire_format != "?" else ""
+        items = body.get(key) if key else None
+        envelope = redact_json({k: v for k, v in body.items() if k != key}) if isinstance(items, list) else None
+        if envelope is None:
+            return {"env": redact_json(body), "k": None, "i": []}
+        return {"env": envelope, "k": key, "i": [self.items.add(redact_json(item)) for item in items]}
+
+    def add_turn(self, turn: Turn) -> None:
+        shown = turn.changes.messages if turn.changes is not None else (turn.sent.messages if turn.sent else [])
+        since = turn.since
+        entry: dict[str, Any] = {
+            "n": turn.number,
+            "c": turn.conversation,
+            "fid": turn.flow_id,
+            "meth": turn.method,
+            "u": turn.url,
+            "fmt": turn.wire_format,
+            "model": turn.model,
+            "st": turn.status,
+            "live": turn.live_repaired,
+            "rep": turn.repaired,
+            "fail": turn.failed,
+            "sent": [self.message(m) for m in shown],
+            "cs": len(turn.client_sent.messages) if turn.client_sent else 0,
+            "chg": _counts(turn.changes) if turn.changes is not None and turn.changes else None,
+            "since": None,
+            "ans": self.answer(turn.answer) if turn.answer is not None else None,
+            "diag": _diagnosis(turn, self._text),
+            "culprit": turn.culprit,
+            "findings": [self._text(f) for f in turn.findings],
+            "actions": turn.actions,
+            "violations": [self._text(v) for v in turn.violations],
+            "remaining": [self._text(v) for v in turn.remaining],
+            "unreadable": turn.unreadable,
+            "tm": {
+                "start": turn.timings.started,
+                "ttfb": turn.timings.first_byte_ms,
+                "total": turn.timings.total_ms,
+                "addon": turn.timings.addon_ms,
+            },
+            "curl": {"h": [[n, self._text(v)] for n, v in turn.headers], "b": self.request_items(turn)},
+            "comment": self._text(turn.comment),
+            "notes": turn.notes,
+            "settings": redact_json(turn.sent.settings) if turn.sent else {},
+            "tools": turn.sent.tools if turn.sent else [],
+        }
+        if since is not None:
+            changed = [m for m in since.messages if m.mark or any(p.mark for p in m.parts)]
+            entry["since"] = {
+                "new": sum(1 for m in since.messages if m.mark == "new"),
+                "dropped": since.removed,
+                "msgs": [self.message(m) for m in changed],
+            }
+        self.turns.append(orjson.dumps(entry))
+
+    def add_conversation(self, number: int, turns: list[Turn]) -> None:
+        first = turns[0]
+        title = ""
+        if first.client_sent is not None:
+            user = next((m for m in first.client_sent.messages if m.role == "user"), None)
+            title = " ".join(p.text for p in user.parts if p.kind == "text")[:160] if user else ""
+        self.conversations.append(
+            {
+                "n": number,
+                "turns": [t.number for t in turns],
+                "models": sorted({t.model for t in turns if t.model}),
+                "title": self._text(title),
+            }
+        )
+
+    def document(self, title: str, source: str) -> bytes:
+        head = orjson.dumps(
+            {
+                "title": title,
+                "source": source,
+                "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                "version": __version__,
+                "opaque": self.include_opaque,
+                "convs": self.conversations,
+            }
+        )
+        return b"".join(
+            (
+                head[:-1],
+                b',"M":[',
+                b",".join(self.messages.rows),
+                b'],"R":[',
+                b",".join(self.items.rows),
+                b'],"T":[',
+                b",".join(self.turns),
+                b"]}",
+            )
+        )
+
+
+def _usage(usage: Usage) -> dict[str, int] | None:
+    if not usage:
+        return None
+    return {name: getattr(usage, name) for name in Usage.__slots__ if getattr(usage, name) is not None}
+
+
+def _counts(changes: Any) -> dict[str, int]:
+    return {"added": changes.added, "removed": changes.removed, "merged": changes.merged}
+
+
+def _diagnosis(turn: Turn, text) -> dict[str, Any] | None:
+    d = turn.diagnosis
+    if d is None:
+        return None
+    return {
+        "rule": d.rule,
+        "summary": text(d.summary),
+        "provider": d.provider,
+        "field": d.field,
+        "message": text(d.message),
+        "cause": d.cause,
+    }
+
+
+def _stand_in(doc: Any, values: set[str]) -> Any:
+    if not values:
+        return doc
+    if isinstance(doc, dict):
+        return {k: _stand_in(v, values) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_stand_in(v, values) for v in doc]
+    if isinstance(doc, str) and doc in values:
+        return opaque_stand_in(doc)
+    return doc
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text("utf-8")
+
+
+def write_page(data: bytes, title: str) -> bytes:
+    """The HTML file: the data inside a JSON script element, where `</` would end it early and is escaped."""
+    data = data.replace(b"</", b"<\\/").replace(b"<!--", b"<\\u0021--")
+    page = _asset("page.html")
+    before, after = page.split("{{DATA}}")
+    fill = {
+        "{{TITLE}}": html.escape(title),
+        "{{CSP}}": CONTENT_SECURITY_POLICY,
+        "{{CSS}}": _asset("page.css"),
+        "{{JS}}": _asset("page.js").replace("</", "<\\/"),
+    }
+    for key, value in fill.items():
+        before, after = before.replace(key, value), after.replace(key, value)
+    return before.encode() + data + after.encode()

@@ -1,0 +1,174 @@
+"""One LLM exchange as the report shows it: what the client sent, what the proxy sent (or would send), the answer
+or the diagnosis of the error, token usage and timings.
+
+Everything here is read from a flow through the offline check (`checked_exchanges`), so a capture made without the
+proxy shows what the proxy would have done, and one made through it shows what it did.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+from typing import Any
+
+from mitmproxy import http
+
+from ... import formats, jsoncodec
+from ...decoding import Undecodable, message_body
+from ...diagnosis import Diagnosis
+from ...hooks.annotate import flow_meta
+from ...limits import MAX_DECODED_BYTES
+from ...redact import is_credential_header
+from ...transcripts import conversation
+from ...transcripts.diff import Changes, compare
+from ...transcripts.flows import NotTranscribed, transcribe_answer
+from ...transcripts.model import Answer, Conversation
+from ..check import CheckedExchange
+from ..fixtures import REQUEST_HEADERS, clean_url, kept_headers
+
+
+@dataclass(slots=True)
+class Timings:
+    started: str | None = None  # ISO 8601, UTC
+    first_byte_ms: float | None = None  # request sent to the first byte of the answer
+    total_ms: float | None = None  # request sent to the end of the answer
+    addon_ms: float | None = None  # the proxy's own time on the request and the answer, when it recorded it
+
+
+@dataclass(slots=True)
+class Turn:
+    number: int
+    flow_id: str
+    method: str
+    url: str  # redacted
+    wire_format: str
+    model: str | None
+    status: int | None
+    client_sent: Conversation | None  # None when the body could not be read
+    sent: Conversation | None  # what went (live repair) or would go (offline check) upstream
+    changes: Changes | None  # `sent` against `client_sent`, when they differ
+    live_repaired: bool
+    answer: Answer | None
+    diagnosis: Diagnosis | None
+    culprit: str | None  # the place the error points at ("messages[3]")
+    findings: list[str]
+    actions: list[str]  # what the proxy did or would do, described
+    violations: list[str]  # rules the request breaks as the client sent it
+    remaining: list[str]  # rules it still breaks after repair
+    unreadable: str | None
+    timings: Timings
+    headers: list[tuple[str, str]]  # for copy-as-cURL: allowlisted, credentials as placeholders
+    body: Any  # the document the proxy sent, for copy-as-cURL (redacted later, with the rest of the report)
+    comment: str = ""
+    since: Changes | None = None  # against the previous turn of its conversation (filled by grouping)
+    conversation: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.actions)
+
+    @property
+    def failed(self) -> bool:
+        return self.status is not None and self.status >= 400
+
+
+CREDENTIAL_PLACEHOLDER = "$API_KEY"
+
+
+def curl_headers(request: http.Request) -> list[tuple[str, str]]:
+    """The headers a copied cURL command sends: the fixture allowlist, and each credential as a placeholder to be
+    filled in from the environment (a bearer token keeps its scheme)."""
+    headers = list(kept_headers(request.headers, REQUEST_HEADERS).items())
+    for name, value in request.headers.items():
+        if is_credential_header(name) and name.lower() not in ("cookie",):
+            scheme = value.split(" ", 1)[0] + " " if " " in value.strip() else ""
+            headers.append((name.lower(), f"{scheme}{CREDENTIAL_PLACEHOLDER}"))
+    return headers
+
+
+def _timings(flow: http.HTTPFlow) -> Timings:
+    request, response = flow.request, flow.response
+    timings = Timings()
+    sent = request.timestamp_end or request.timestamp_start
+    if request.timestamp_start:
+        timings.started = datetime.datetime.fromtimestamp(request.timestamp_start, datetime.timezone.utc).isoformat()
+    if response is not None and sent:
+        if response.timestamp_start:
+            timings.first_byte_ms = round((response.timestamp_start - sent) * 1000, 1)
+        if response.timestamp_end:
+            timings.total_ms = round((response.timestamp_end - sent) * 1000, 1)
+    meta = flow_meta(flow) or {}
+    spent = meta.get("addon_ms")
+    if isinstance(spent, dict):
+        values = [v for v in spent.values() if isinstance(v, (int, float))]
+        timings.addon_ms = round(sum(values), 3) if values else None
+    return timings
+
+
+def turn_of(checked: CheckedExchange) -> Turn:
+    flow, check = checked.flow, checked.check
+    path = flow.request.path
+    client_sent = sent = sent_doc = None
+    changes = None
+    notes: list[str] = []
+    if checked.sent is not None:
+        client_sent = conversation(check.wire_format, checked.sent, path)
+        if check.live_repaired:  # what went upstream is the flow's own request
+            sent_doc = _live_sent(flow, checked)
+        else:
+            sent_doc = checked.repaired
+        sent = client_sent if sent_doc is checked.sent else conversation(check.wire_format, sent_doc, path)
+        if sent is not client_sent:
+            changes = compare(client_sent.messages, sent.messages)
+    answer = None
+    if flow.response is not None and flow.response.status_code < 400 and check.wire_format != "?":
+        try:
+            answer = transcribe_answer(flow, formats.by_name(check.wire_format))
+        except NotTranscribed as e:
+            notes.append(f"answer not read: {e}")
+    meta = flow_meta(flow) or {}
+    live_diagnosis = meta.get("diagnosis") if isinstance(meta.get("diagnosis"), dict) else {}
+    culprit = live_diagnosis.get("location")
+    diagnosis = check.diagnosis
+    if culprit is None and diagnosis is not None and diagnosis.index is not None and sent is not None:
+        culprit = _place(sent, diagnosis.index)
+    return Turn(
+        number=check.number,
+        flow_id=flow.id,
+        method=flow.request.method,
+        url=clean_url(flow.request.pretty_url),
+        wire_format=check.wire_format,
+        model=check.model,
+        status=check.status if check.status is not None else (flow.response.status_code if flow.response else None),
+        client_sent=client_sent,
+        sent=sent,
+        changes=changes,
+        live_repaired=check.live_repaired,
+        answer=answer,
+        diagnosis=diagnosis,
+        culprit=culprit,
+        findings=[str(f) for f in live_diagnosis.get("findings") or []],
+        actions=[action.describe() for action in check.actions],
+        violations=[v.describe() for v in check.violations],
+        remaining=[v.describe() for v in check.remaining],
+        unreadable=check.unreadable,
+        timings=_timings(flow),
+        headers=curl_headers(flow.request),
+        body=sent_doc,
+        comment=flow.comment or "",
+        notes=notes,
+    )
+
+
+def _live_sent(flow: http.HTTPFlow, checked: CheckedExchange) -> Any:
+    try:
+        return jsoncodec.loads(message_body(flow.request, MAX_DECODED_BYTES))
+    except (ValueError, Undecodable):
+        return checked.repaired
+
+
+def _place(sent: Conversation, index: int) -> str | None:
+    """The `where` of the message at a list position a diagnosis names (system prompts are not in the list)."""
+    listed = [m for m in sent.messages if m.where.endswith("]")]
+    return listed[index].where if 0 <= index < len(listed) else None
