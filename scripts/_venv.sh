@@ -86,3 +86,13 @@ ensure_redis_server() {  # the tests start real Redis servers; Debian's package 
     $sudo apt-get update -qq
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
 }
+
+ensure_browser() {  # the HTML report's tests open it in Debian's chromium, driven through chromium-driver
+    [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && return
+    echo "installing chromium and chromium-driver (Debian packages)" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver \
+        >/dev/null
+}
