@@ -2,10 +2,12 @@
 
     scripts/check PATH         what each request breaks, what the proxy would change, what still fails
     scripts/export PATH DIR    redacted fixtures, one file per exchange, with the repairs they expect
+    scripts/report PATH -o OUT.html   one self-contained HTML page: conversations, repairs, answers, diagnoses
 
 (both run `python -m llm_reasoning_proxy.cli`).
 
-PATH is a mitmproxy flow file (`mitmdump -w`), a HAR file, or an exported fixture directory.
+PATH is a mitmproxy flow file (`mitmdump -w`), a HAR file, or an exported fixture directory (the report also
+reads the proxy's event log).
 Exit status: 1 when a request would still fail through the proxy (check), 2 when PATH cannot be
 read, 3 when the tool could not follow some exchange (JSON nested too deeply to parse, say: each is
 named in one line, and the others are checked or exported all the same), else 0.
@@ -17,47 +19,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from mitmproxy import http, io
-from mitmproxy.exceptions import FlowReadException
-
 from .check import check_flows, render
-from .fixtures import Expectation, build_fixtures, fixture_to_flow, read_fixture_dir, write_fixture_dir
-
-
-class UnreadableInput(Exception):
-    pass
-
-
-def load_flows(path: Path) -> list[http.HTTPFlow]:
-    """The HTTP flows of a flow file, a HAR file or a fixture directory, in order."""
-    if path.is_dir():
-        try:
-            return [fixture_to_flow(fixture) for fixture in read_fixture_dir(path)]
-        except (OSError, ValueError) as e:
-            raise UnreadableInput(f"{path}: not a fixture directory ({e})") from e
-    try:
-        with path.open("rb") as handle:
-            return _once_each([flow for flow in io.FlowReader(handle).stream() if isinstance(flow, http.HTTPFlow)])
-    except (OSError, FlowReadException) as e:
-        raise UnreadableInput(f"{path}: not a readable mitmproxy flow file or HAR file ({e})") from e
-
-
-def _once_each(flows: list[http.HTTPFlow]) -> list[http.HTTPFlow]:
-    """The flows without a repeat of the one before: mitmproxy's HAR export writes a flow that ended with both an
-    answer and an error (a client that hung up after its answer) as two identical entries."""
-
-    def exchange(flow: http.HTTPFlow) -> tuple[object, ...]:
-        response = flow.response
-        answer = (response.status_code, response.raw_content) if response is not None else None
-        request = flow.request
-        return (request.timestamp_start, request.method, request.url, request.raw_content, answer)
-
-    kept: list[http.HTTPFlow] = []
-    for flow in flows:
-        if not kept or exchange(flow) != exchange(kept[-1]):
-            kept.append(flow)
-    return kept
-
+from .fixtures import Expectation, build_fixtures, fixture_to_flow, write_fixture_dir
+from .inputs import UnreadableInput, load_flows
 
 WOULD_FAIL, UNREADABLE_INPUT, NOT_CHECKED = 1, 2, 3
 
@@ -91,6 +55,17 @@ def _export(args: argparse.Namespace) -> int:
     return NOT_CHECKED if unchecked or left_out else 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    from .report import write_report  # the report's modules are only needed here
+
+    written = write_report(args.path, args.out, include_opaque=args.include_opaque, title=args.title)
+    print(
+        f"wrote {args.out}: {written.exchanges} exchange(s) in {written.conversations} conversation(s), "
+        f"{written.messages} distinct message(s), {written.size:,} bytes, in {written.seconds:.1f} s"
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="llm-flows", description=__doc__, formatter_class=argparse.RawTextHelpFormatter
@@ -111,6 +86,17 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--placeholders", action="store_true", help="replace opaque values by same-length placeholders")
     export.add_argument("--force", action="store_true", help="overwrite a fixture directory that exists")
     export.set_defaults(run=_export)
+    report = commands.add_parser("report", help="write one self-contained HTML page of captured traffic")
+    report.add_argument("path", type=Path, help="flow file, HAR file, fixture directory or the proxy's event log")
+    report.add_argument("-o", "--out", type=Path, required=True, help="the HTML file to write")
+    report.add_argument("--title", help="the page's title (default: the input's name)")
+    report.add_argument(
+        "--include-opaque",
+        action="store_true",
+        help="write opaque reasoning values (signatures, encrypted content) in full; by default only their length "
+        "and a short hash, which is all a person can read of them",
+    )
+    report.set_defaults(run=_report)
     args = parser.parse_args(argv)
     try:
         return args.run(args)

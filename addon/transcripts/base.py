@@ -119,7 +119,10 @@ def usage_from(doc: Any, **paths: str) -> Usage:
 def merge_usage(old: Usage, new: Usage) -> Usage:
     """Usage reported in pieces over a stream (Anthropic's message_start, then message_delta): the later wins."""
     return Usage(
-        **{name: getattr(new, name) if getattr(new, name) is not None else getattr(old, name) for name in Usage.__slots__}
+        **{
+            name: getattr(new, name) if getattr(new, name) is not None else getattr(old, name)
+            for name in Usage.__slots__
+        }
     )
 
 

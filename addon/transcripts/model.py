@@ -7,21 +7,20 @@ models: a report reads hundreds of thousands of messages, all built by this code
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from ..limits import short_digest
 
 PartKind = Literal["text", "reasoning", "opaque", "tool_call", "tool_result", "media", "other"]
 # What a comparison found: restored and removed by the proxy, merged from split messages, dropped by the client
 # since the previous turn, new since the previous turn.
 Mark = Literal["restored", "removed", "merged", "dropped", "new"]
 
-DIGEST_CHARS = 12
-
 
 def digest(value: str) -> str:
-    """A short hash that tells two opaque values apart without showing either."""
-    return hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    """A short hash that tells two opaque values apart without showing either (the event log's, too)."""
+    return short_digest(value)
 
 
 @dataclass(slots=True)
@@ -35,6 +34,9 @@ class Part:
     name: str | None = None  # a tool call's function; a media part's type
     value: str | None = None  # an opaque value, whole: shown only when asked for
     mark: Mark | None = None
+    # An opaque value known only by its length and hash, as the event log keeps it.
+    known_length: int | None = None
+    known_digest: str | None = None
 
     @classmethod
     def opaque(cls, field: str, value: Any, call_id: str | None = None) -> Part:
@@ -43,10 +45,14 @@ class Part:
 
     @property
     def length(self) -> int:
+        if self.value is None and self.known_length is not None:
+            return self.known_length
         return len(self.value) if self.value is not None else len(self.text)
 
     @property
     def digest(self) -> str:
+        if self.value is None and self.known_digest is not None:
+            return self.known_digest
         return digest(self.value if self.value is not None else self.text)
 
     def key(self) -> tuple[Any, ...]:

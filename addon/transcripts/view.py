@@ -64,7 +64,9 @@ def render_part(view: Rendered, part: Part) -> None:
         call = f" of {part.call_id}" if part.call_id else ""
         view.add(*lead, ("key", f"{part.field}{call}: "), ("value", opaque_label(part)))
     elif part.kind == "tool_call":
-        view.add(*lead, ("key", "tool call "), ("value", f"{part.name or '?'}"), ("text", f"  id {part.call_id or '-'}"))
+        view.add(
+            *lead, ("key", "tool call "), ("value", f"{part.name or '?'}"), ("text", f"  id {part.call_id or '-'}")
+        )
         _text_lines(view, [("text", "    ")], part.text)
     elif part.kind == "tool_result":
         _text_lines(view, lead + [("key", f"tool result for {part.call_id or '?'}: ")], part.text)
@@ -96,7 +98,11 @@ def usage_line(usage: Usage) -> str:
 def render_conversation(conversation: Conversation, changes: Changes | None) -> Rendered:
     count = len(conversation.messages)
     view = Rendered(f"LLM {conversation.wire_format}: {conversation.model or '?'}, {count} message(s)")
-    view.add(("key", "model: "), ("value", conversation.model or "?"), ("text", "  (streamed)" if conversation.stream else ""))
+    view.add(
+        ("key", "model: "),
+        ("value", conversation.model or "?"),
+        ("text", "  (streamed)" if conversation.stream else ""),
+    )
     for name, value in conversation.settings.items():
         view.add(("key", f"{name}: "), ("value", str(value)))
     if conversation.tools:

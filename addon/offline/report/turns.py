@@ -14,7 +14,7 @@ from typing import Any
 from mitmproxy import http
 
 from ... import formats, jsoncodec
-from ...decoding import Undecodable, message_body
+from ...decoding import message_body
 from ...diagnosis import Diagnosis
 from ...hooks.annotate import flow_meta
 from ...limits import MAX_DECODED_BYTES
@@ -24,6 +24,7 @@ from ...transcripts.diff import Changes, compare
 from ...transcripts.flows import NotTranscribed, transcribe_answer
 from ...transcripts.model import Answer, Conversation
 from ..check import CheckedExchange
+from ..client_sent import client_sent_body
 from ..fixtures import REQUEST_HEADERS, clean_url, kept_headers
 
 
@@ -162,9 +163,14 @@ def turn_of(checked: CheckedExchange) -> Turn:
 
 
 def _live_sent(flow: http.HTTPFlow, checked: CheckedExchange) -> Any:
+    """What a proxy that repaired the request live sent on: the flow's own request. A flow made from a fixture
+    holds the client's body there too (a fixture keeps only what the client sent): the check's repair stands in."""
     try:
-        return jsoncodec.loads(message_body(flow.request, MAX_DECODED_BYTES))
-    except (ValueError, Undecodable):
+        body = message_body(flow.request, MAX_DECODED_BYTES)
+        if body == client_sent_body(flow):
+            return checked.repaired
+        return jsoncodec.loads(body)
+    except ValueError:
         return checked.repaired
 
 
