@@ -122,8 +122,11 @@ def check_flows(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> 
     return [checked.check for checked in checked_exchanges(flows, placeholder=placeholder)]
 
 
-def checked_exchanges(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off") -> Iterator[CheckedExchange]:
-    """`check_flows`, one exchange at a time, with the documents each check read."""
+def checked_exchanges(
+    flows: Iterable[http.HTTPFlow], *, placeholder: str = "off", diffs: bool = True
+) -> Iterator[CheckedExchange]:
+    """`check_flows`, one exchange at a time, with the documents each check read (`diffs`: with the text diff of
+    each repair, which the HTML report, showing its own, goes without)."""
     store = MemoryStore(CacheLimits(max_age=math.inf, max_entries=10**9))
     number = 0
     for flow in flows:
@@ -149,7 +152,7 @@ def checked_exchanges(flows: Iterable[http.HTTPFlow], *, placeholder: str = "off
         )
         checked = CheckedExchange(flow, check)
         try:
-            checked.sent, checked.repaired = _check_exchange(check, flow, wire_format, body, store, placeholder)
+            checked.sent, checked.repaired = _check_exchange(check, flow, wire_format, body, store, placeholder, diffs)
         except Exception as e:  # noqa: BLE001 - one exchange the tool cannot follow must not end the others
             check.unreadable = f"could not be checked ({type(e).__name__}: {redact_text(str(e))[:200]})"
             check.beyond_tool = True
@@ -163,6 +166,7 @@ def _check_exchange(
     body: bytes,
     store: MemoryStore,
     placeholder: str,
+    diffs: bool = True,
 ) -> tuple[Any, Any]:
     """Checks one exchange and feeds its answer to the replay's cache; returns the documents it read (what the
     client sent, and the repaired copy), None for a body that is not JSON."""
@@ -195,7 +199,7 @@ def _check_exchange(
         check.silent_provider = silent_provider(plan.context, plan.actions)
         # A signed body goes on as it was: what it breaks as sent, it still breaks through the proxy.
         check.remaining = check.violations if check.signed else wire_format.check(repaired, plan.context)
-        check.diff = request_diff(doc, repaired) if plan.actions else ""
+        check.diff = request_diff(doc, repaired) if plan.actions and diffs else ""
         if not plan.actions:
             repaired = doc
     if flow.response is None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..hooks.response_tap import read_recorded
 from . import anthropic, bedrock_converse, chat_completions, gemini, responses
-from .base import Transcriber
+from .base import MessageMemo, Transcriber
 from .model import Answer, Conversation, Message, Part, Usage
 
 TRANSCRIBERS: dict[str, Transcriber] = {
@@ -19,9 +19,9 @@ TRANSCRIBERS: dict[str, Transcriber] = {
 }
 
 
-def conversation(wire_format: str, doc: Any, path: str = "") -> Conversation:
-    """The conversation a request body of `wire_format` carries."""
-    return TRANSCRIBERS[wire_format].request(doc, path)
+def conversation(wire_format: str, doc: Any, path: str = "", memo: MessageMemo | None = None) -> Conversation:
+    """The conversation a request body of `wire_format` carries (`memo`: messages read before, to be reused)."""
+    return TRANSCRIBERS[wire_format].request(doc, path, memo)
 
 
 def read_answer(wire_format: str, body: bytes, *, sse: bool, aws_frames: bool = False) -> Answer:
@@ -32,4 +32,14 @@ def read_answer(wire_format: str, body: bytes, *, sse: bool, aws_frames: bool = 
     return assembler.finish()
 
 
-__all__ = ["TRANSCRIBERS", "Answer", "Conversation", "Message", "Part", "Usage", "conversation", "read_answer"]
+__all__ = [
+    "TRANSCRIBERS",
+    "MessageMemo",
+    "Answer",
+    "Conversation",
+    "Message",
+    "Part",
+    "Usage",
+    "conversation",
+    "read_answer",
+]

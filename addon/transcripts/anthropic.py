@@ -13,7 +13,7 @@ WIRE_FORMAT = "anthropic_messages"
 class _Transcriber:
     wire_format = WIRE_FORMAT
 
-    def request(self, doc: Any, path: str) -> Conversation:
+    def request(self, doc: Any, path: str, memo: Any = None) -> Conversation:
         return Conversation(WIRE_FORMAT, messages=[Message("?", [other("body", doc)], "body")])
 
     def assembler(self) -> AnswerAssembler:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
+
+import orjson
 
 from .. import jsoncodec
 from ..limits import Budget
@@ -17,7 +20,7 @@ MAX_ASSEMBLED_CHARS = 4 * 1024 * 1024
 class Transcriber(Protocol):
     wire_format: str  # formats.WireFormat.name
 
-    def request(self, doc: Any, path: str) -> Conversation:
+    def request(self, doc: Any, path: str, memo: MessageMemo | None = None) -> Conversation:
         """The conversation a request body asks about (`path`: the request's path, which names the model on some
         routes). Never raises for a body of the wrong shape: what it cannot read becomes an "other" part."""
         ...
@@ -25,6 +28,55 @@ class Transcriber(Protocol):
     def assembler(self) -> AnswerAssembler:
         """A fresh assembler for one answer."""
         ...
+
+
+class MessageMemo:
+    """Messages already read, by their JSON and place: a client sends the same history again on every turn, and a
+    report of a long session would otherwise read it again each time. The messages it hands out are shared, and
+    never changed (a comparison marks copies)."""
+
+    def __init__(self, limit: int = 500_000) -> None:
+        self._messages: dict[tuple[bytes, str], Message] = {}
+        self._limit = limit
+
+    def get(self, item: Any, where: str, read: Callable[[Any, str], Message]) -> Message:
+        try:
+            key = (orjson.dumps(item), where)
+        except TypeError:  # not JSON as orjson writes it (an integer past 64 bits): read it every time
+            return read(item, where)
+        found = self._messages.get(key)
+        if found is None:
+            if len(self._messages) >= self._limit:
+                self._messages.clear()
+            found = self._messages[key] = read(item, where)
+        return found
+
+
+class ListTranscriber:
+    """A format whose request holds its conversation in one top-level list (`items_key`), one message per item,
+    with what else the body says (model, system prompt, tools, settings) read by `preamble`."""
+
+    wire_format: str
+    items_key: str
+
+    def preamble(self, doc: dict[str, Any], path: str) -> Conversation:
+        raise NotImplementedError
+
+    def message(self, item: Any, where: str) -> Message:
+        raise NotImplementedError
+
+    def request(self, doc: Any, path: str, memo: MessageMemo | None = None) -> Conversation:
+        if not isinstance(doc, dict):
+            return Conversation(self.wire_format, messages=[Message("?", [other("body", doc)], "body")])
+        conversation = self.preamble(doc, path)
+        items = doc.get(self.items_key)
+        if isinstance(items, list):
+            key, read = self.items_key, self.message
+            if memo is None:
+                conversation.messages += [read(item, f"{key}[{i}]") for i, item in enumerate(items)]
+            else:
+                conversation.messages += [memo.get(item, f"{key}[{i}]", read) for i, item in enumerate(items)]
+        return conversation
 
 
 class AnswerAssembler:
@@ -126,4 +178,14 @@ def merge_usage(old: Usage, new: Usage) -> Usage:
     )
 
 
-__all__ = ["Answer", "AnswerAssembler", "Conversation", "Message", "Part", "Transcriber", "Usage"]
+__all__ = [
+    "Answer",
+    "AnswerAssembler",
+    "Conversation",
+    "ListTranscriber",
+    "Message",
+    "MessageMemo",
+    "Part",
+    "Transcriber",
+    "Usage",
+]

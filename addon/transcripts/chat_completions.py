@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats.chat_fields import DIALECT_FIELDS, THINK_CLOSE, THINK_OPEN
-from .base import AnswerAssembler, other, text_of, usage_from
+from .base import AnswerAssembler, ListTranscriber, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = "chat_completions"
@@ -121,22 +121,21 @@ def message_of(message: Any, where: str) -> Message:
     return Message(role, parts, where)
 
 
-class ChatTranscriber:
+class ChatTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
+    items_key = "messages"
 
-    def request(self, doc: Any, path: str) -> Conversation:
-        conversation = Conversation(WIRE_FORMAT)
-        if not isinstance(doc, dict):
-            conversation.messages.append(Message("?", [other("body", doc)], "body"))
-            return conversation
-        conversation.model = doc.get("model") if isinstance(doc.get("model"), str) else None
-        conversation.stream = doc.get("stream") is True
-        messages = doc.get("messages")
-        for index, message in enumerate(messages if isinstance(messages, list) else []):
-            conversation.messages.append(message_of(message, f"messages[{index}]"))
-        conversation.tools = _tool_names(doc.get("tools"))
-        conversation.settings = {key: doc[key] for key in _SETTINGS if key in doc}
-        return conversation
+    def preamble(self, doc: dict[str, Any], path: str) -> Conversation:
+        return Conversation(
+            WIRE_FORMAT,
+            model=doc.get("model") if isinstance(doc.get("model"), str) else None,
+            stream=doc.get("stream") is True,
+            tools=_tool_names(doc.get("tools")),
+            settings={key: doc[key] for key in _SETTINGS if key in doc},
+        )
+
+    def message(self, item: Any, where: str) -> Message:
+        return message_of(item, where)
 
     def assembler(self) -> ChatAssembler:
         return ChatAssembler()

@@ -12,6 +12,7 @@ import copy
 from collections import Counter
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
+from typing import Any
 
 from .model import Mark, Message, Part
 
@@ -34,8 +35,7 @@ def compare(
     """`after` with its differences from `before` marked: what it adds as `added`, what it lacks as `removed`
     (put back where it was), messages built from several of `before`'s as "merged". Neither list is changed."""
     changes = Changes([])
-    matcher = SequenceMatcher(None, [m.key() for m in before], [m.key() for m in after], autojunk=False)
-    opcodes = matcher.get_opcodes()
+    opcodes = _opcodes([m.key() for m in before], [m.key() for m in after])
     # A merged message pairs with the part that holds its tool calls; the others it absorbed look deleted.
     absorbed: dict[int, list[Message]] = {}
     for op, b1, b2, a1, _ in opcodes:
@@ -62,6 +62,23 @@ def compare(
         else:
             _replace(before[b1:b2], after[a1:a2], added, removed, changes)
     return changes
+
+
+def _opcodes(before: list[Any], after: list[Any]) -> list[tuple[str, int, int, int, int]]:
+    """SequenceMatcher's opcodes, with the common start and end (most of a history) paired without it."""
+    start = 0
+    shortest = min(len(before), len(after))
+    while start < shortest and before[start] == after[start]:
+        start += 1
+    end = 0
+    while end < shortest - start and before[-1 - end] == after[-1 - end]:
+        end += 1
+    opcodes = [("equal", 0, start, 0, start)] if start else []
+    middle = SequenceMatcher(None, before[start : len(before) - end], after[start : len(after) - end], autojunk=False)
+    opcodes += [(op, b1 + start, b2 + start, a1 + start, a2 + start) for op, b1, b2, a1, a2 in middle.get_opcodes()]
+    if end:
+        opcodes.append(("equal", len(before) - end, len(before), len(after) - end, len(after)))
+    return opcodes
 
 
 def _holds(message: Message, others: list[Message]) -> bool:
@@ -97,6 +114,8 @@ def _whole(message: Message, mark: Mark) -> Message:
 
 
 def _compare_parts(old: Message, new: Message, added: Mark, removed: Mark, changes: Changes) -> Message:
+    if old is new or old.parts == new.parts:
+        return new
     old_keys = Counter(p.key() for p in old.parts)
     new_keys = Counter(p.key() for p in new.parts)
     if old_keys == new_keys:

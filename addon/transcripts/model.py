@@ -71,6 +71,7 @@ class Message:
     where: str = ""  # its place in the body, as a diagnosis names it: "messages[3]", "input[5]", "system"
     mark: Mark | None = None
     note: str = ""  # what a comparison adds: "merged from messages[3], messages[4]"
+    _key: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     def call_ids(self) -> tuple[str, ...]:
         return tuple(p.call_id for p in self.parts if p.call_id and p.kind in ("tool_call", "tool_result"))
@@ -78,11 +79,13 @@ class Message:
     def key(self) -> tuple[Any, ...]:
         """What pairs two versions of the same message: its role and tool calls, else its role and text.
 
-        Reasoning is left out, since what a comparison looks for is reasoning one version lacks."""
-        calls = self.call_ids()
-        if calls:
-            return (self.role, calls)
-        return (self.role, hash(tuple(p.text for p in self.parts if p.kind in ("text", "tool_result", "media"))))
+        Reasoning is left out, since what a comparison looks for is reasoning one version lacks. Computed once: a
+        message is compared on every turn that sends it again, and never changed once read."""
+        if self._key is None:
+            calls = self.call_ids()
+            texts = tuple(p.text for p in self.parts if p.kind in ("text", "tool_result", "media"))
+            self._key = (self.role, calls) if calls else (self.role, hash(texts))
+        return self._key
 
 
 @dataclass(slots=True)

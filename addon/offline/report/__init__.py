@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...transcripts import MessageMemo
 from ..check import checked_exchanges
 from ..inputs import load_flows
 from .conversations import group
@@ -32,7 +33,8 @@ class Written:
 def read_turns(path: Path) -> list[Turn]:
     if is_event_log(path):
         return turns_from_event_log(path)
-    return [turn_of(checked) for checked in checked_exchanges(load_flows(path))]
+    memo = MessageMemo()  # a history's messages are read once, not again on every turn that sends them
+    return [turn_of(checked, memo) for checked in checked_exchanges(load_flows(path), diffs=False)]
 
 
 def write_report(path: Path, out: Path, *, include_opaque: bool = False, title: str | None = None) -> Written:

@@ -26,6 +26,13 @@ def _links(message: Message) -> Iterator[tuple[str, ...]]:
 def group(turns: list[Turn]) -> list[list[Turn]]:
     """The conversations among `turns` (in order), each a list of its turns in order; sets `turn.conversation`."""
     parent = list(range(len(turns)))
+    links: dict[int, list[tuple[str, ...]]] = {}  # by message: a history's messages are shared between its turns
+
+    def links_of(message: Message) -> list[tuple[str, ...]]:
+        found = links.get(id(message))
+        if found is None:
+            found = links[id(message)] = list(_links(message))
+        return found
 
     def root(i: int) -> int:
         while parent[i] != i:
@@ -37,7 +44,7 @@ def group(turns: list[Turn]) -> list[list[Turn]]:
     for position, turn in enumerate(turns):
         if turn.client_sent is not None:
             for message in turn.client_sent.messages:
-                for link in _links(message):
+                for link in links_of(message):
                     earlier = issued.get(link)
                     if earlier is not None:
                         a, b = root(earlier), root(position)

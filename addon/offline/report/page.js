@@ -4,7 +4,9 @@
 // at once. Nothing is fetched: the page's Content-Security-Policy forbids it.
 (function () {
   const data = JSON.parse(document.getElementById("data").textContent);
-  const M = data.M, R = data.R, T = data.T;
+  const M = data.M, R = data.R, S = data.S, T = data.T;
+  // Repair descriptions, violations and findings are stored once each: a turn lists their numbers.
+  for (const t of T) for (const key of ["actions", "violations", "remaining", "findings"]) t[key] = t[key].map((i) => S[i]);
   const byNumber = new Map(T.map((t) => [t.n, t]));
   const BATCH = 150;
   const TAIL = 6; // messages shown at the end of a long history before "show all"

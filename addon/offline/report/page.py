@@ -56,6 +56,8 @@ class ReportData:
         self.include_opaque = include_opaque
         self.messages = _Table()
         self.items = _Table()
+        self.strings = _Table()  # repair descriptions and violations: a long history repeats them on every turn
+        self._raw_items: dict[bytes, int] = {}  # an item's JSON as sent -> its row, redacted
         self.turns: list[bytes] = []
         self.conversations: list[dict[str, Any]] = []
         self._texts: dict[str, str] = {}  # redacted texts, by text: a history repeats them on every turn
@@ -109,14 +111,31 @@ class ReportData:
         body = turn.body
         if not isinstance(body, dict):
             return None
-        if not self.include_opaque:
-            body = _stand_in(body, set(opaque_values(body)))
         key = formats.by_name(turn.wire_format).items_key if turn.wire_format != "?" else ""
         items = body.get(key) if key else None
-        envelope = redact_json({k: v for k, v in body.items() if k != key}) if isinstance(items, list) else None
-        if envelope is None:
-            return {"env": redact_json(body), "k": None, "i": []}
-        return {"env": envelope, "k": key, "i": [self.items.add(redact_json(item)) for item in items]}
+        if not isinstance(items, list):
+            return {"env": self._safe(body), "k": None, "i": []}
+        envelope = self._safe({k: v for k, v in body.items() if k != key})
+        return {"env": envelope, "k": key, "i": [self._item(item) for item in items]}
+
+    def _safe(self, doc: Any) -> Any:
+        """A document as the report may hold it: opaque values stood in for (unless asked for), then redacted."""
+        if not self.include_opaque:
+            doc = _stand_in(doc, set(opaque_values(doc)))
+        return redact_json(doc)
+
+    def _item(self, item: Any) -> int:
+        try:
+            raw = orjson.dumps(item)
+        except TypeError:
+            return self.items.add(self._safe(item))
+        found = self._raw_items.get(raw)
+        if found is None:
+            found = self._raw_items[raw] = self.items.add(self._safe(item))
+        return found
+
+    def _strings(self, texts: list[str]) -> list[int]:
+        return [self.strings.add(self._text(text)) for text in texts]
 
     def add_turn(self, turn: Turn) -> None:
         shown = turn.changes.messages if turn.changes is not None else (turn.sent.messages if turn.sent else [])
@@ -140,10 +159,10 @@ class ReportData:
             "ans": self.answer(turn.answer) if turn.answer is not None else None,
             "diag": _diagnosis(turn, self._text),
             "culprit": turn.culprit,
-            "findings": [self._text(f) for f in turn.findings],
-            "actions": turn.actions,
-            "violations": [self._text(v) for v in turn.violations],
-            "remaining": [self._text(v) for v in turn.remaining],
+            "findings": self._strings(turn.findings),
+            "actions": self._strings(turn.actions),
+            "violations": self._strings(turn.violations),
+            "remaining": self._strings(turn.remaining),
             "unreadable": turn.unreadable,
             "tm": {
                 "start": turn.timings.started,
@@ -199,6 +218,8 @@ class ReportData:
                 b",".join(self.messages.rows),
                 b'],"R":[',
                 b",".join(self.items.rows),
+                b'],"S":[',
+                b",".join(self.strings.rows),
                 b'],"T":[',
                 b",".join(self.turns),
                 b"]}",

@@ -19,7 +19,7 @@ from ...diagnosis import Diagnosis
 from ...hooks.annotate import flow_meta
 from ...limits import MAX_DECODED_BYTES
 from ...redact import is_credential_header
-from ...transcripts import conversation
+from ...transcripts import MessageMemo, conversation
 from ...transcripts.diff import Changes, compare
 from ...transcripts.flows import NotTranscribed, transcribe_answer
 from ...transcripts.model import Answer, Conversation
@@ -107,19 +107,19 @@ def _timings(flow: http.HTTPFlow) -> Timings:
     return timings
 
 
-def turn_of(checked: CheckedExchange) -> Turn:
+def turn_of(checked: CheckedExchange, memo: MessageMemo | None = None) -> Turn:
     flow, check = checked.flow, checked.check
     path = flow.request.path
     client_sent = sent = sent_doc = None
     changes = None
     notes: list[str] = []
     if checked.sent is not None:
-        client_sent = conversation(check.wire_format, checked.sent, path)
+        client_sent = conversation(check.wire_format, checked.sent, path, memo)
         if check.live_repaired:  # what went upstream is the flow's own request
             sent_doc = _live_sent(flow, checked)
         else:
             sent_doc = checked.repaired
-        sent = client_sent if sent_doc is checked.sent else conversation(check.wire_format, sent_doc, path)
+        sent = client_sent if sent_doc is checked.sent else conversation(check.wire_format, sent_doc, path, memo)
         if sent is not client_sent:
             changes = compare(client_sent.messages, sent.messages)
     answer = None
