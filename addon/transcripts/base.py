@@ -66,8 +66,10 @@ class ListTranscriber:
         raise NotImplementedError
 
     def request(self, doc: Any, path: str, memo: MessageMemo | None = None) -> Conversation:
-        if not isinstance(doc, dict):
-            return Conversation(self.wire_format, messages=[Message("?", [other("body", doc)], "body")])
+        if not isinstance(doc, dict):  # what the path says (the model, on some routes) still holds
+            conversation = self.preamble({}, path)
+            conversation.messages.append(Message("?", [other("body", doc)], "body"))
+            return conversation
         conversation = self.preamble(doc, path)
         items = doc.get(self.items_key)
         if isinstance(items, list):
