@@ -12,6 +12,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .hooks.capture import ResponseCapture
+from .hooks.contentview import LlmContentView
 from .hooks.explain import ErrorExplainer
 from .hooks.repair import RequestRepair
 from .hooks.runtime import Runtime
@@ -20,7 +21,7 @@ from .hooks.runtime import Runtime
 def make_addons() -> list[object]:
     """The addon objects in hook order; they share one configuration."""
     config = Runtime()
-    return [config, RequestRepair(config), ResponseCapture(config), ErrorExplainer(config)]
+    return [config, RequestRepair(config), ResponseCapture(config), ErrorExplainer(config), LlmContentView()]
 
 
-__all__ = ["ErrorExplainer", "Runtime", "RequestRepair", "ResponseCapture", "make_addons"]
+__all__ = ["ErrorExplainer", "LlmContentView", "Runtime", "RequestRepair", "ResponseCapture", "make_addons"]

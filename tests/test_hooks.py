@@ -36,7 +36,7 @@ TURN_TWO = {
 
 @pytest.fixture
 def addons(tmp_path: Path) -> Iterator[tuple[Runtime, object, object, Path]]:
-    config, repair, capture, _explain = make_addons()
+    config, repair, capture, _explain = make_addons()[:4]
     log = tmp_path / "events.jsonl"
     with addon_context(config, repair, capture) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log))

@@ -29,7 +29,7 @@ FROM_X = Origin(SCOPE, "model-x")
 
 @pytest.fixture
 def addons(tmp_path: Path) -> Iterator[tuple[Any, Any, Any]]:
-    config, repair, capture, _explain = make_addons()
+    config, repair, capture, _explain = make_addons()[:4]
     with addon_context(config, repair, capture) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(tmp_path / "events.jsonl"))
         yield config, repair, capture

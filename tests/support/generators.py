@@ -60,7 +60,7 @@ class InProcessProxy:
     """The addon's hooks, configured as `mitmdump -s addon/main.py --set llm_cache=memory` would be."""
 
     def __init__(self) -> None:
-        self.config, self.repair, self.capture, _explain = make_addons()
+        self.config, self.repair, self.capture, _explain = make_addons()[:4]
         self._context = taddons.context(self.config, self.repair, self.capture)
         self._context.configure(self.config, llm_cache="memory", llm_log="", llm_keep_bodies="true")
         self.log = RecordingLog()
