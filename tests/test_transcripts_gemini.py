@@ -445,11 +445,6 @@ def test_a_restored_signature_on_an_id_less_call_is_marked_in_place() -> None:
     assert [p.mark for p in changes.messages[3].parts] == [None, "restored"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Message.key() keys a content holding only id-less function calls by its role alone, so every such "
-    "content pairs with every other (see the report: key them by the calls' names and arguments too)",
-)
 def test_a_dropped_content_with_an_id_less_call_does_not_pair_with_the_next_call() -> None:
     changes = compare(_contents("a", "b"), _contents("b"), added="new", removed="dropped")
     calls = [

@@ -497,11 +497,6 @@ def test_the_view_of_a_request_shows_its_items_and_hides_encrypted_content() -> 
     assert f"reasoning  input[1]  (id {doc['input'][1]['id']})" in text
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="AnswerAssembler.feed_event parses an event's data as one document; the proxy's readers "
-    "(formats.base.event_documents) read a folded recording line by line (see the report)",
-)
 def test_a_recording_without_blank_lines_between_events_is_read_line_by_line() -> None:
     answer = read_answer(WIRE, CALLS_STREAM.read_bytes(), sse=True)  # codecompanion recorded its stubs this way
     assert [m.role for m in answer.messages] == ["reasoning", "function_call", "function_call"]

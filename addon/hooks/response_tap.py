@@ -229,10 +229,12 @@ class ResponseTap:
         self.problem = self.problem or problem
 
 
-def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool, aws_frames: bool = False) -> None:
-    """Feeds a whole recorded (already decoded) body to a reader, as the tap would have while it streamed."""
+def read_recorded(reader: ResponseReader, body: bytes, *, sse: bool, aws_frames: bool = False) -> str | None:
+    """Feeds a whole recorded (already decoded) body to a reader, as the tap would have while it streamed; returns
+    what the tap found wrong with it (an exception frame, a frame cut short), if anything."""
     tap = ResponseTap(
         reader, sse=sse or aws_frames, content_encoding=None, read=True, keep_body=False, aws_frames=aws_frames
     )
     tap(body)
     tap.finish(complete=True)
+    return tap.problem

@@ -28,8 +28,10 @@ def read_answer(wire_format: str, body: bytes, *, sse: bool, aws_frames: bool = 
     """The answer a recorded (decoded) response body holds: a JSON document, an SSE stream or AWS event-stream
     frames, split and read the way the proxy reads them as they pass."""
     assembler = TRANSCRIBERS[wire_format].assembler()
-    read_recorded(assembler, body, sse=sse, aws_frames=aws_frames)
-    return assembler.finish()
+    problem = read_recorded(assembler, body, sse=sse, aws_frames=aws_frames)
+    answer = assembler.finish()
+    answer.problem = answer.problem or problem
+    return answer
 
 
 __all__ = [

@@ -15,9 +15,7 @@ from typing import Any
 from .. import jsoncodec
 from ..dialects.bedrock import INVOKE_STREAM, bedrock_route
 from ..formats.anthropic import AnthropicMessages
-from ..formats.base import event_documents
 from ..limits import MAX_CONTENT_BLOCKS
-from ..sse_parser import SSEEvent
 from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, merge_usage, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
@@ -237,23 +235,6 @@ class AnthropicAssembler(AnswerAssembler):
         self._pieces = Pieces()
         self._role = "assistant"
         self._started = False  # a stream's message_start seen
-
-    def feed_event(self, event: SSEEvent) -> None:
-        # Recorded streams that lack the blank line between events fold many `data:` lines into one event: each
-        # line is then a document of its own, dispatched on its own "type" (as the format's reader does).
-        self.answer.streamed = True
-        data = event.data.strip()
-        if not data:
-            return
-        docs = list(event_documents(data))
-        if not docs:
-            self.unreadable += 1
-            self.answer.unreadable += 1
-            return
-        for doc in docs:
-            self.answer.events += 1
-            if isinstance(doc, dict):
-                self.event(doc, event.event)
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         kind = payload.get("type")

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 import orjson
 
 from .. import jsoncodec
+from ..formats.base import event_documents
 from ..limits import Budget
 from ..records import ReasoningRecord
 from ..sse_parser import SSEEvent
@@ -101,15 +102,17 @@ class AnswerAssembler:
         data = event.data.strip()
         if not data or data == b"[DONE]":
             return
-        try:
-            payload = jsoncodec.loads(data)
-        except ValueError:
+        # A recorded stream without the blank line between events folds many `data:` lines into one event: each
+        # line is then a document of its own, as the proxy's readers take it.
+        found = False
+        for payload in event_documents(data):
+            found = True
+            self.answer.events += 1
+            if isinstance(payload, dict):
+                self.event(payload, event.event)
+        if not found:
             self.unreadable += 1
             self.answer.unreadable += 1
-            return
-        self.answer.events += 1
-        if isinstance(payload, dict):
-            self.event(payload, event.event)
 
     def feed_document(self, doc: Any) -> None:
         if isinstance(doc, list):  # Gemini's streamGenerateContent without alt=sse: one JSON array of chunks

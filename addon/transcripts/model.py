@@ -62,6 +62,9 @@ class Part:
         return (self.kind, self.field, self.call_id, self.name, hash(self.text))
 
 
+_KEYED_KINDS = frozenset({"text", "tool_call", "tool_result", "media"})
+
+
 @dataclass(slots=True)
 class Message:
     """A message (chat, Anthropic, Bedrock), an input item (Responses) or a content (Gemini)."""
@@ -83,8 +86,9 @@ class Message:
         message is compared on every turn that sends it again, and never changed once read."""
         if self._key is None:
             calls = self.call_ids()
-            texts = tuple(p.text for p in self.parts if p.kind in ("text", "tool_result", "media"))
-            self._key = (self.role, calls) if calls else (self.role, hash(texts))
+            # Calls without ids (Gemini's) count by their name and arguments.
+            shown = tuple((p.kind, p.name, p.text) for p in self.parts if p.kind in _KEYED_KINDS)
+            self._key = (self.role, calls) if calls else (self.role, hash(shown))
         return self._key
 
 
@@ -100,7 +104,8 @@ class Usage:
     total: int | None = None
 
     def __bool__(self) -> bool:
-        return any(v is not None for v in (self.input, self.output, self.reasoning, self.cache_read, self.total))
+        values = (self.input, self.output, self.reasoning, self.cache_read, self.cache_write, self.total)
+        return any(v is not None for v in values)
 
 
 @dataclass(slots=True)
