@@ -8,6 +8,7 @@ function whatever mitmproxy is underneath.
 from __future__ import annotations
 
 import gzip
+import logging
 import platform
 import re
 import zlib
@@ -17,9 +18,9 @@ from typing import Any, Protocol
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.version import VERSION as MITMPROXY_VERSION_TEXT
 
-from .redact import masked_logger, redact_text
-
-logger = masked_logger(__name__)
+# Plain logging: this module is imported before the addon's dependencies are known to be there (startup.py), and
+# what it logs is masked where it is made (`_why`).
+logger = logging.getLogger(__name__)
 
 
 def _version_tuple(text: str) -> tuple[int, ...]:
@@ -161,6 +162,8 @@ class _Guarded:
 
 
 def _why(error: Exception) -> str:
+    from .redact import redact_text  # needs the addon's dependencies, which startup.py checks first
+
     return redact_text(f"{type(error).__name__}: {error}")
 
 

@@ -94,6 +94,20 @@ class Page:
             f"no element matches {css_selector!r} after {timeout} s",
         )
 
+    def click(self, css_selector: str) -> None:
+        """Clicks the element as a person would, once it is in the middle of the window (not under a sticky
+        header)."""
+        element = self.wait_for(css_selector)
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        element.click()
+
+    def wait_for_text(self, css_selector: str, text: str, timeout: float = WAIT_SECONDS) -> None:
+        """Waits until the element matching css_selector shows `text` (a page that re-renders on input)."""
+        WebDriverWait(self.driver, timeout).until(
+            expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css_selector), text),
+            f"{css_selector!r} does not show {text!r} after {timeout} s",
+        )
+
     def text(self) -> str:
         """The body's visible text."""
         return self.driver.find_element(By.TAG_NAME, "body").text

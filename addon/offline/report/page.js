@@ -75,7 +75,7 @@
 
   // --- rendering a turn's parts
   function markLabel(mark) {
-    return mark ? el("span", { class: "mark " + mark, text: mark }) : null;
+    return mark ? el("span", { class: "mark " + mark, text: mark + " " }) : null;
   }
   function highlight(text, query) {
     if (!query || !text) return [text];
@@ -214,7 +214,7 @@
       body.append(el("h3", { text: "The answer" + (t.ans.streamed ? " (streamed, " + fmt(t.ans.events) + " events)" : "") }),
         facts([["model", t.ans.model], ["finish", t.ans.finish], ["usage", usageText(t.ans.usage)],
           ["problem", t.ans.problem]]),
-        t.ans.msgs.map((id) => messageNode(id, null, query)));
+        ...t.ans.msgs.map((id) => messageNode(id, null, query)));
     }
     body.append(el("h3", { text: "Timings" }), facts([["started", t.tm.start], ["first byte", ms(t.tm.ttfb)],
       ["total", ms(t.tm.total)], ["the proxy's own time", ms(t.tm.addon)]]));
@@ -295,9 +295,11 @@
     observer.observe(more);
   }
 
-  const failed = T.filter((t) => t.fail).length, repaired = T.filter((t) => t.rep).length;
+  const failed = T.filter((t) => t.fail).length;
+  const repaired = T.filter((t) => t.rep && t.live).length, wouldRepair = T.filter((t) => t.rep && !t.live).length;
   document.getElementById("summary").textContent = fmt(T.length) + " exchange(s) in " + fmt(data.convs.length) +
-    " conversation(s) · " + fmt(repaired) + " repaired · " + fmt(failed) + " failed · from " + data.source +
+    " conversation(s) · " + fmt(repaired) + " repaired" +
+    (wouldRepair ? " · " + fmt(wouldRepair) + " the proxy would repair" : "") + " · " + fmt(failed) + " failed · from " + data.source +
     " · made " + data.generated + " by llm-reasoning-proxy " + data.version;
   let pending = null;
   controls.search.addEventListener("input", () => { clearTimeout(pending); pending = setTimeout(render, 200); });
