@@ -8,33 +8,16 @@ import re
 import subprocess
 from pathlib import Path
 
-import openai
 import pytest
 from selenium.webdriver.common.by import By
 
 from tests.support.browser import looks_blank, open_page, requires_browser
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, reverse_proxy, scripts_env
-from tests.support.turns import client, second_turn
-from tests.test_e2e_proxy_behaviour import GEMINI, zed_turn_two
+from tests.support.proxy import ROOT, scripts_env
+from tests.support.sample_session import ANSWER, record_session
+from tests.support.sample_session import MODEL as GEMINI
 
 pytestmark = pytest.mark.e2e
-ANSWER = "The directory holds two files."  # the fake provider's last answer
-
-
-def record(fake: FakeProvider, confdir: Path, flows: Path, api_key: str, *, repair: bool) -> list[dict]:
-    """Turn 1 and a turn 2 whose client dropped the reasoning, through a proxy that repairs it, or does not."""
-    options = {"llm_cache": "memory"} | ({} if repair else {"llm_repair": "false"})
-    with reverse_proxy(fake.url, confdir, "-w", str(flows), **options) as proxy:
-        messages = zed_turn_two(fake, proxy.url, api_key)
-        if repair:
-            assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True) == ANSWER
-            proxy.wait_for_line("llm repaired")
-        else:
-            with pytest.raises(openai.BadRequestError):
-                second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True)
-            proxy.wait_for_line("llm 400 from")
-    return messages
 
 
 @pytest.fixture
@@ -42,8 +25,8 @@ def capture(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> 
     """Two conversations in one flow file: one repaired by the proxy, one refused with the proxy's repair off."""
     repaired, refused = tmp_path / "repaired.mitm", tmp_path / "refused.mitm"
     before = set(fake.issued)  # the fake serves the whole session
-    record(fake, confdir, repaired, api_key, repair=True)
-    record(fake, confdir, refused, api_key + "-other", repair=False)
+    record_session(fake, confdir, repaired, api_key, repair=True)
+    record_session(fake, confdir, refused, api_key + "-other", repair=False)
     both = tmp_path / "session.mitm"
     both.write_bytes(repaired.read_bytes() + refused.read_bytes())  # flow files are a sequence of flows
     opaque = [value["reasoning_opaque"] for call, value in fake.issued.items() if call not in before]

@@ -46,7 +46,9 @@ def compare(
     for op, b1, b2, a1, a2 in opcodes:
         if op == "equal":
             for at, old, new in zip(range(a1, a2), before[b1:b2], after[a1:a2]):
-                if at in absorbed:
+                if old is new:  # one history message read once (MessageMemo): nothing to compare
+                    changes.messages.append(new)
+                elif at in absorbed:
                     changes.messages.append(_merged(absorbed[at] + [old], new, added, removed, changes))
                 else:
                     changes.messages.append(_compare_parts(old, new, added, removed, changes))

@@ -126,8 +126,9 @@ def _url(path_or_url: str | Path) -> str:
 
 
 @contextmanager
-def open_page(path_or_url: str | Path) -> Iterator[Page]:
-    """Opens a local file (a path or a file: URL) in a new headless chromium with its network off."""
+def open_page(path_or_url: str | Path, *, offline: bool = True) -> Iterator[Page]:
+    """Opens a local file (a path or a file: URL) in a new headless chromium with its network off; `offline=False`
+    for a page served on loopback (mitmweb)."""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -143,7 +144,7 @@ def open_page(path_or_url: str | Path) -> Iterator[Page]:
             driver.execute_cdp_cmd("Network.enable", {})
             driver.execute_cdp_cmd(
                 "Network.emulateNetworkConditions",
-                {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
+                {"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1},
             )
             driver.get(_url(path_or_url))
             yield page

@@ -305,7 +305,7 @@
   controls.search.addEventListener("input", () => { clearTimeout(pending); pending = setTimeout(render, 200); });
   for (const name of ["model", "status", "repaired", "failed"]) controls[name].addEventListener("change", render);
   render();
-  document.body.dataset.ready = "1";
+  document.body.dataset.ready = String(Math.round(performance.now())); // milliseconds since the page was asked for
   if (location.hash.startsWith("#turn-")) {
     const node = document.getElementById(location.hash.slice(1));
     if (node) node.open = true;

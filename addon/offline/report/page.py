@@ -57,7 +57,8 @@ class ReportData:
         self.messages = _Table()
         self.items = _Table()
         self.strings = _Table()  # repair descriptions and violations: a long history repeats them on every turn
-        self._raw_items: dict[bytes, int] = {}  # an item's JSON as sent -> its row, redacted
+        self._raw_items: dict[bytes, int] = {}
+        self._message_rows: dict[int, tuple[Message, int]] = {}  # an item's JSON as sent -> its row, redacted
         self.turns: list[bytes] = []
         self.conversations: list[dict[str, Any]] = []
         self._texts: dict[str, str] = {}  # redacted texts, by text: a history repeats them on every turn
@@ -87,6 +88,15 @@ class ReportData:
         return entry
 
     def message(self, message: Message) -> int:
+        # The same message object comes with every turn that sends the history again (transcripts.MessageMemo).
+        known = self._message_rows.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        row = self._message_row(message)
+        self._message_rows[id(message)] = (message, row)  # holding the message keeps its id from being reused
+        return row
+
+    def _message_row(self, message: Message) -> int:
         entry: dict[str, Any] = {"r": message.role, "w": message.where, "p": [self.part(p) for p in message.parts]}
         if message.mark:
             entry["m"] = message.mark
