@@ -41,7 +41,9 @@ def report_shot(flows: Path, scratch: Path) -> None:
         page.wait_for("body[data-ready]")
         page.click("#turn-2 > summary")
         page.wait_for("#turn-2 .body")
-        page.driver.execute_script("document.querySelector('#turn-2').scrollIntoView({block: 'start'}); scrollBy(0, -150)")
+        page.driver.execute_script(
+            "document.querySelector('#turn-2').scrollIntoView({block: 'start'}); scrollBy(0, -150)"
+        )
         page.screenshot(OUT / "report.png")
 
 

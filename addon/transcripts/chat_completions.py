@@ -161,7 +161,7 @@ def chat_usage(usage: Any) -> Usage:
         total="total_tokens",
     )
     if found.cache_read is None:  # DeepSeek reports its context cache this way
-        found.cache_read = usage_from(usage, hit="prompt_cache_hit_tokens").input
+        found.cache_read = usage_from(usage, cache_read="prompt_cache_hit_tokens").cache_read
     return found
 
 

@@ -1,0 +1,135 @@
+"""The HTML report's pieces without a browser: what goes into the page, how turns are grouped and compared."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from llm_reasoning_proxy.offline.report import write_report
+from llm_reasoning_proxy.offline.report.turns import curl_headers
+from llm_reasoning_proxy.transcripts.diff import compare
+from llm_reasoning_proxy.transcripts.model import Message, Part
+from mitmproxy import http, io
+from mitmproxy.test import tflow
+
+ROOT = Path(__file__).resolve().parent.parent
+URL = "https://api.deepseek.com/chat/completions"
+SECRET = "sk-proj-" + "Q" * 48
+
+
+def chat_flow(messages: list[dict], answer: dict | None = None, status: int = 200, raw: bytes | None = None):
+    body = raw if raw is not None else json.dumps({"model": "deepseek-reasoner", "messages": messages}).encode()
+    request = http.Request.make(
+        "POST", URL, body, {"content-type": "application/json", "authorization": f"Bearer {SECRET}"}
+    )
+    content = json.dumps(answer or {"choices": []}).encode()
+    response = http.Response.make(status, content, {"content-type": "application/json"})
+    return tflow.tflow(req=request, resp=response)
+
+
+def tool_answer(call_id: str, thought: str) -> dict:
+    call = {"id": call_id, "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "reasoning_content": thought, "tool_calls": [call]}
+    return {"model": "deepseek-reasoner", "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}]}
+
+
+def history(call_id: str) -> list[dict]:
+    call = {"id": call_id, "type": "function", "function": {"name": "read", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": "done"},
+    ]
+
+
+def page_data(page: Path) -> dict:
+    text = page.read_text()
+    found = re.search(r'<script id="data" type="application/json">(.*?)</script>', text, re.S)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
+def write_flows(path: Path, flows: list) -> Path:
+    with path.open("wb") as handle:
+        writer = io.FlowWriter(handle)
+        for flow in flows:
+            writer.add(flow)
+    return path
+
+
+def test_two_interleaved_conversations_are_told_apart_by_their_tool_calls(tmp_path: Path) -> None:
+    a1 = chat_flow([{"role": "user", "content": "task A"}], tool_answer("call_a", "thinking about A"))
+    b1 = chat_flow([{"role": "user", "content": "task B"}], tool_answer("call_b", "thinking about B"))
+    a2 = chat_flow([{"role": "user", "content": "task A"}, *history("call_a")])
+    b2 = chat_flow([{"role": "user", "content": "task B"}, *history("call_b")])
+    capture = write_flows(tmp_path / "c.mitm", [a1, b1, a2, b2])
+    written = write_report(capture, tmp_path / "r.html")
+    assert (written.exchanges, written.conversations) == (4, 2)
+    data = page_data(tmp_path / "r.html")
+    assert [c["turns"] for c in data["convs"]] == [[1, 3], [2, 4]]
+    second = next(t for t in data["T"] if t["n"] == 3)
+    # the client dropped the reasoning turn 1's answer carried, and the proxy would put it back
+    assert second["since"] == {"new": 1, "dropped": 1, "msgs": second["since"]["msgs"]}
+    assert second["rep"] and not second["live"]
+    marked = [p for m in second["sent"] for p in data["M"][m]["p"] if p.get("m")]
+    assert marked == [{"k": "reasoning", "t": "thinking about A", "f": "reasoning_content", "m": "restored"}]
+
+
+def test_secrets_are_masked_and_no_text_ends_the_data_early(tmp_path: Path) -> None:
+    text = f"my key is {SECRET} </script><script>alert(1)</script> <!-- x"
+    capture = write_flows(tmp_path / "c.mitm", [chat_flow([{"role": "user", "content": text}])])
+    write_report(capture, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert SECRET not in page
+    assert page.count("</script>") == 2  # the data's and the page script's: none from the text
+    data = page_data(tmp_path / "r.html")  # the data is still one JSON document, the text in it whole
+    (user,) = [data["M"][i] for i in data["T"][0]["sent"]]
+    assert "</script><script>alert(1)</script> <!-- x" in user["p"][0]["t"] and "[REDACTED]" in user["p"][0]["t"]
+
+
+def test_a_body_that_is_not_json_is_shown_as_such(tmp_path: Path) -> None:
+    capture = write_flows(tmp_path / "c.mitm", [chat_flow([], raw=b'{"model": "x", "messages": [')])
+    written = write_report(capture, tmp_path / "r.html")
+    (turn,) = page_data(tmp_path / "r.html")["T"]
+    assert written.exchanges == 1 and turn["unreadable"].startswith("request body is") and turn["sent"] == []
+
+
+def test_a_fixture_folder_and_an_event_log_make_reports(tmp_path: Path) -> None:
+    written = write_report(ROOT / "flows" / "opencode-deepseek-multistep", tmp_path / "f.html")
+    assert (written.exchanges, written.conversations) == (3, 1)
+    log = tmp_path / "events.jsonl"
+    events = [
+        {"kind": "started", "version": "0", "settings": {}},
+        {"kind": "captured", "flow_id": "f1", "host": "h", "url": URL, "wire_format": "chat_completions",
+         "response_id": None, "request_model": "m", "response_model": "m", "streamed": True, "complete": True,
+         "stored": True, "fields": {}, "tool_calls": [{"id": "call_1", "name": "read", "fields": {
+             "reasoning_content": {"length": 5, "sha256": "abc", "text": "hmm.."}}}]},
+        {"kind": "diagnosed", "flow_id": "f2", "host": "h", "url": URL, "wire_format": "chat_completions",
+         "status": 400, "rule": "reasoning_content_missing", "summary": "s", "problem": "missing",
+         "location": "messages[1]", "advice": "turn repair on", "message": "The reasoning_content ..."},
+    ]  # fmt: skip
+    log.write_text("".join(json.dumps(e) + "\n" for e in events) + "not json\n")
+    written = write_report(log, tmp_path / "e.html")
+    data = page_data(tmp_path / "e.html")
+    assert written.exchanges == 2
+    first, second = sorted(data["T"], key=lambda t: t["n"])
+    assert [p["k"] for i in first["ans"]["msgs"] for p in data["M"][i]["p"]] == ["tool_call", "reasoning"]
+    assert second["diag"]["rule"] == "reasoning_content_missing" and second["culprit"] == "messages[1]"
+
+
+def test_curl_keeps_allowlisted_headers_and_leaves_credentials_to_the_shell() -> None:
+    flow = chat_flow([])
+    flow.request.headers["x-api-key"] = SECRET
+    flow.request.headers["cookie"] = "session=abc"
+    flow.request.headers["openai-organization"] = "org-1"
+    headers = dict(curl_headers(flow.request))
+    assert headers == {"content-type": "application/json", "authorization": "Bearer $API_KEY", "x-api-key": "$API_KEY"}
+
+
+def test_split_assistant_messages_merged_by_the_proxy_are_marked_merged() -> None:
+    text = Message("assistant", [Part("text", text="Let me look.")], "messages[1]")
+    call = Message("assistant", [Part("tool_call", call_id="c1", name="read", text="{}")], "messages[2]")
+    merged = Message("assistant", [*text.parts, *call.parts], "messages[1]")
+    changes = compare([text, call], [merged])
+    assert [(m.mark, m.note) for m in changes.messages] == [("merged", "merged from messages[1], messages[2]")]
+    assert (changes.added, changes.removed, changes.merged) == (0, 0, 1)
