@@ -17,10 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from llm_reasoning_proxy.offline.report import write_report
 from mitmproxy import http, io
 from mitmproxy.test import tflow
-
-from llm_reasoning_proxy.offline.report import write_report
 
 URL = "https://api.deepseek.com/chat/completions"
 HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench-not-a-real-key-0123456789"}
