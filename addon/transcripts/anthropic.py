@@ -16,17 +16,24 @@ from .. import jsoncodec
 from ..dialects.bedrock import INVOKE_STREAM, bedrock_route
 from ..formats.anthropic import AnthropicMessages
 from ..limits import MAX_CONTENT_BLOCKS
-from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, merge_usage, other, text_of, usage_from
+from .base import (
+    MAX_ASSEMBLED_CHARS,
+    AnswerAssembler,
+    ListTranscriber,
+    as_str,
+    block_list_message,
+    block_list_parts,
+    merge_usage,
+    other,
+    text_of,
+    usage_from,
+)
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = "anthropic_messages"
 _FORMAT = AnthropicMessages()
 MEDIA_TYPES = ("image", "document")
 MAX_CITATIONS = 256  # citations kept per block; past it they are counted
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def tool_result_text(content: Any) -> str:
@@ -51,8 +58,8 @@ def media_label(block: dict[str, Any]) -> str:
     source = block.get("source")
     if not isinstance(source, dict):
         return text_of(source)
-    kind = _str(source.get("type")) or "?"
-    media = _str(source.get("media_type"))
+    kind = as_str(source.get("type")) or "?"
+    media = as_str(source.get("media_type"))
     if isinstance(source.get("url"), str):
         return f"{kind} {source['url']}"
     if isinstance(source.get("file_id"), str):
@@ -82,31 +89,24 @@ def block_parts(block: Any, where: str) -> list[Part]:
         data = block.get("data")
         return [Part.opaque("redacted_thinking", data if isinstance(data, str) else text_of(data))]
     if kind == "tool_use":
-        call_id, name = _str(block.get("id")), _str(block.get("name"))
+        call_id, name = as_str(block.get("id")), as_str(block.get("name"))
         return [Part("tool_call", text=text_of(block.get("input")), call_id=call_id, name=name)]
     if kind == "tool_result":
         text = tool_result_text(block.get("content"))
         if block.get("is_error") is True:
             text = f"[error] {text}"
-        return [Part("tool_result", text=text, call_id=_str(block.get("tool_use_id")))]
+        return [Part("tool_result", text=text, call_id=as_str(block.get("tool_use_id")))]
     if kind in MEDIA_TYPES:
         return [Part("media", name=kind, text=media_label(block))]
     return [other(where, block)]
 
 
 def content_parts(content: Any, where: str) -> list[Part]:
-    if isinstance(content, str):
-        return [Part("text", text=content)] if content else []
-    if not isinstance(content, list):
-        return [] if content is None else [other(where, content)]
-    return [part for i, block in enumerate(content) for part in block_parts(block, f"{where}[{i}]")]
+    return block_list_parts(content, where, block_parts)
 
 
 def message_of(message: Any, where: str) -> Message:
-    if not isinstance(message, dict):
-        return Message("?", [other(where, message)], where)
-    role = _str(message.get("role")) or "?"
-    return Message(role, content_parts(message.get("content"), f"{where}.content"), where)
+    return block_list_message(message, where, block_parts)
 
 
 def _tool_names(tools: Any) -> list[str]:
@@ -222,7 +222,7 @@ class _Block:
                 except ValueError:  # cut short: what arrived, as it arrived
                     block["input"] = streamed
             else:
-                block[name] = jsoncodec.join_text([_str(block.get(name)) or "", *pieces])
+                block[name] = jsoncodec.join_text([as_str(block.get(name)) or "", *pieces])
         if self.citations:
             block["citations"] = [*(block.get("citations") or []), *self.citations]
         return block
@@ -323,7 +323,7 @@ class AnthropicAssembler(AnswerAssembler):
 
 def _problem(error: Any) -> str:
     if isinstance(error, dict):
-        message, kind = _str(error.get("message")), _str(error.get("type"))
+        message, kind = as_str(error.get("message")), as_str(error.get("type"))
         if message:
             return f"{kind}: {message}" if kind else message
     return text_of(error) or "error"

@@ -158,6 +158,28 @@ def other(where: str, value: Any) -> Part:
     return Part("other", text=text_of(value), field=where)
 
 
+def as_str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def block_list_parts(content: Any, where: str, block_parts: Callable[[Any, str], list[Part]]) -> list[Part]:
+    """The parts of a content that is a string or a list of blocks (Anthropic, Bedrock Converse), each block read by
+    the format's `block_parts`."""
+    if isinstance(content, str):
+        return [Part("text", text=content)] if content else []
+    if not isinstance(content, list):
+        return [] if content is None else [other(where, content)]
+    return [part for i, block in enumerate(content) for part in block_parts(block, f"{where}[{i}]")]
+
+
+def block_list_message(message: Any, where: str, block_parts: Callable[[Any, str], list[Part]]) -> Message:
+    """A message of a role and a content of blocks (Anthropic, Bedrock Converse)."""
+    if not isinstance(message, dict):
+        return Message("?", [other(where, message)], where)
+    role = as_str(message.get("role")) or "?"
+    return Message(role, block_list_parts(message.get("content"), f"{where}.content", block_parts), where)
+
+
 def as_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 

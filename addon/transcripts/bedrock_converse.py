@@ -18,7 +18,16 @@ from ..dialects.bedrock import CONVERSE_STREAM, bedrock_route
 from ..formats.bedrock_converse import REASONING, TOOL_USE, BedrockConverse, block_kind
 from ..limits import MAX_CONTENT_BLOCKS
 from .anthropic import Pieces
-from .base import AnswerAssembler, ListTranscriber, other, text_of, usage_from
+from .base import (
+    AnswerAssembler,
+    ListTranscriber,
+    as_str,
+    block_list_message,
+    block_list_parts,
+    other,
+    text_of,
+    usage_from,
+)
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = "bedrock_converse"
@@ -30,10 +39,6 @@ _EVENTS = frozenset(
 # additionalModelRequestFields that set a model's reasoning (Claude's `thinking`, Bedrock's first spelling of it,
 # Nova's `reasoningConfig`, OpenAI-style `reasoning_effort`).
 _SETTINGS = ("thinking", "reasoning_config", "reasoningConfig", "reasoning_effort")
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def media_label(kind: str, value: Any) -> str:
@@ -53,7 +58,7 @@ def media_label(kind: str, value: Any) -> str:
             where = f"{len(source['text']):,} characters of text"
         elif source:
             where = block_kind(source) or ""
-    return ", ".join(p for p in (_str(value.get("name")), _str(value.get("format")), where) if p)
+    return ", ".join(p for p in (as_str(value.get("name")), as_str(value.get("format")), where) if p)
 
 
 def tool_result_text(content: Any) -> str:
@@ -102,31 +107,24 @@ def block_parts(block: Any, where: str) -> list[Part]:
     if kind == REASONING:
         return reasoning_parts(value, where)
     if kind == TOOL_USE and isinstance(value, dict):
-        call_id, name = _str(value.get("toolUseId")), _str(value.get("name"))
+        call_id, name = as_str(value.get("toolUseId")), as_str(value.get("name"))
         return [Part("tool_call", text=text_of(value.get("input")), call_id=call_id, name=name)]
     if kind == "toolResult" and isinstance(value, dict):
         text = tool_result_text(value.get("content"))
         if value.get("status") == "error":
             text = f"[error] {text}"
-        return [Part("tool_result", text=text, call_id=_str(value.get("toolUseId")))]
+        return [Part("tool_result", text=text, call_id=as_str(value.get("toolUseId")))]
     if kind in MEDIA_KINDS:
         return [Part("media", name=kind, text=media_label(kind, value))]
     return [other(where, block)]
 
 
 def content_parts(content: Any, where: str) -> list[Part]:
-    if isinstance(content, str):
-        return [Part("text", text=content)] if content else []
-    if not isinstance(content, list):
-        return [] if content is None else [other(where, content)]
-    return [part for i, block in enumerate(content) for part in block_parts(block, f"{where}[{i}]")]
+    return block_list_parts(content, where, block_parts)
 
 
 def message_of(message: Any, where: str) -> Message:
-    if not isinstance(message, dict):
-        return Message("?", [other(where, message)], where)
-    role = _str(message.get("role")) or "?"
-    return Message(role, content_parts(message.get("content"), f"{where}.content"), where)
+    return block_list_message(message, where, block_parts)
 
 
 def _tool_names(config: Any) -> list[str]:
@@ -205,7 +203,7 @@ class _Block:
                 arguments = text_of(jsoncodec.loads(streamed)) if streamed else text_of(use.get("input", {}))
             except ValueError:  # cut short: what arrived, as it arrived
                 arguments = streamed
-            call_id, name = _str(use.get("toolUseId")), _str(use.get("name"))
+            call_id, name = as_str(use.get("toolUseId")), as_str(use.get("name"))
             parts.append(Part("tool_call", text=arguments, call_id=call_id, name=name))
         return parts
 
@@ -239,7 +237,7 @@ class ConverseAssembler(AnswerAssembler):
             if isinstance(payload.get("usage"), dict):
                 self.answer.usage = converse_usage(payload["usage"])
         elif name is not None and name.endswith("Exception"):
-            message = _str(payload.get("message"))
+            message = as_str(payload.get("message"))
             self.answer.problem = f"{name}: {message}" if message else name
 
     def _block_event(self, name: str, payload: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..dialects.openai import deployment_model
 from ..formats.responses import NAME
-from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, other, text_of, usage_from
+from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, as_str, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = NAME
@@ -25,10 +25,6 @@ _TEXT_TYPES = frozenset({"input_text", "output_text", "text", "summary_text", "r
 _MEDIA_TYPES = frozenset({"input_image", "input_file", "input_audio"})
 _FINISHED = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _STARTED = frozenset({"response.created", "response.in_progress", "response.queued"})
-
-
-def _string(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _media_label(chunk: dict[str, Any]) -> str:
@@ -97,11 +93,11 @@ def item_message(item: Any, where: str) -> Message:
     """One input or output item as a message."""
     if not isinstance(item, dict):
         return Message("?", [other(where, item)], where)
-    kind = _string(item.get("type"))
-    item_id = _string(item.get("id"))
+    kind = as_str(item.get("type"))
+    item_id = as_str(item.get("id"))
     note = f"id {item_id}" if item_id else ""
     if kind == "message" or (kind is None and "role" in item):
-        role = _string(item.get("role")) or "?"
+        role = as_str(item.get("role")) or "?"
         return Message(role, _content_parts(item.get("content"), where), where, note=note)
     if kind == "reasoning":
         parts = _texts(item.get("summary"), "summary", where) + _texts(item.get("content"), "content", where)
@@ -109,10 +105,10 @@ def item_message(item: Any, where: str) -> Message:
         if encrypted not in (None, ""):
             parts.append(Part.opaque("encrypted_content", encrypted))
         return Message("reasoning", parts, where, note=note)
-    call_id = _string(item.get("call_id"))
+    call_id = as_str(item.get("call_id"))
     if kind in ("function_call", "custom_tool_call"):
         arguments = item.get("arguments") if kind == "function_call" else item.get("input")
-        part = Part("tool_call", text=text_of(arguments), call_id=call_id, name=_string(item.get("name")))
+        part = Part("tool_call", text=text_of(arguments), call_id=call_id, name=as_str(item.get("name")))
         return Message(kind, [part], where, note=note)
     if kind in ("function_call_output", "custom_tool_call_output"):
         part = Part("tool_result", text=_output_text(item.get("output")), call_id=call_id)
@@ -137,7 +133,7 @@ class ResponsesTranscriber(ListTranscriber):
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:
         conversation = Conversation(WIRE_FORMAT)
-        conversation.model = _string(doc.get("model")) or deployment_model(path)
+        conversation.model = as_str(doc.get("model")) or deployment_model(path)
         conversation.stream = doc.get("stream") is True
         instructions = doc.get("instructions")
         if isinstance(instructions, str) and instructions:
@@ -260,7 +256,7 @@ class ResponsesAssembler(AnswerAssembler):
     def _item(self, payload: dict[str, Any], item_id: str | None = None) -> _Item:
         """The slot of the item an event is about: by its output_index, else by its item id, else the latest."""
         index = _index(payload.get("output_index"))
-        item_id = item_id or _string(payload.get("item_id"))
+        item_id = item_id or as_str(payload.get("item_id"))
         if index is None:
             if item_id is not None:
                 index = self._by_id.get(item_id, max(self._items, default=-1) + 1)
@@ -311,7 +307,7 @@ class ResponsesAssembler(AnswerAssembler):
         if kind in ("response.output_item.added", "response.output_item.done"):
             item = payload.get("item")
             if isinstance(item, dict):
-                slot = self._item(payload, _string(item.get("id")))
+                slot = self._item(payload, as_str(item.get("id")))
                 if kind.endswith("added"):
                     slot.added = item
                 else:
