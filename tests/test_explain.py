@@ -105,7 +105,7 @@ def test_advice_depends_on_what_the_proxy_knew_and_did() -> None:
 
 
 def test_a_refused_value_the_proxy_inserted_is_dropped_and_explained(tmp_path: Path) -> None:
-    config, repair, capture, explainer = make_addons()
+    config, repair, capture, explainer = make_addons()[:4]
     log = tmp_path / "events.jsonl"
     with addon_context(config, repair, capture, explainer) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log=str(log))
@@ -183,7 +183,7 @@ def test_a_refused_reasoning_item_named_by_its_id_drops_the_entry_it_came_from(t
 
 
 def test_a_400_to_a_request_the_proxy_did_not_touch_heals_nothing(tmp_path: Path) -> None:
-    config, repair, capture, explainer = make_addons()
+    config, repair, capture, explainer = make_addons()[:4]
     with addon_context(config, repair, capture, explainer) as tctx:
         tctx.configure(config, llm_cache="memory", llm_log="")
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
@@ -348,7 +348,7 @@ def explained(
     **options: str,
 ) -> tuple[dict, http.HTTPFlow]:
     """One request through the repair and explain hooks, answered with `error`: its diagnosed event, and the flow."""
-    config, repair, capture, explainer = make_addons()
+    config, repair, capture, explainer = make_addons()[:4]
     log = tmp_path / "events.jsonl"
     log.unlink(missing_ok=True)
     with addon_context(config, repair, capture, explainer) as tctx:
