@@ -123,6 +123,11 @@ def test_pip_install_into_a_mitmproxy_12_environment_keeps_its_mitmproxy(
     run(python, "-m", "pip", "check")
     output = repairs_a_turn(mitmdump, fake_upstream, confdir, checkout, api_key)
     assert f"on mitmproxy {installed}, Python {sys.version.split()[0]}" in output
+    # the report's page (style and script) is installed with the package, not only found in a checkout
+    page = tmp_path / "report.html"
+    run(python, "-m", "llm_reasoning_proxy.offline.cli", "report", checkout / "flows" / "opencode-deepseek-multistep",
+        "-o", page)  # fmt: skip
+    assert "Copy as cURL" in page.read_text() and "section.conv" in page.read_text()
 
 
 def test_pipx_install_mitmproxy_then_inject_the_project(
