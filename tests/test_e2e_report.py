@@ -13,7 +13,7 @@ from selenium.webdriver.common.by import By
 
 from tests.support.browser import looks_blank, open_page, requires_browser
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import ROOT, scripts_env
+from tests.support.proxy import ROOT, MitmdumpProcess, scripts_env
 from tests.support.sample_session import ANSWER, record_session
 from tests.support.sample_session import MODEL as GEMINI
 
@@ -63,6 +63,18 @@ def test_the_report_is_one_file_with_nothing_secret_in_it(capture: Path, tmp_pat
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", page)
     assert "@import" not in page and "url(" not in page
     assert "default-src 'none'" in page
+
+
+def test_a_har_file_of_the_capture_makes_the_same_report(capture: Path, tmp_path: Path, confdir: Path) -> None:
+    """mitmproxy's own HAR export of the flow file (what a browser's devtools save, too) reads the same."""
+    har = tmp_path / "session.har"
+    converted = MitmdumpProcess("-n", "-r", str(capture), "--set", f"hardump={har}", confdir=confdir, addon=False)
+    converted.command = [c for c in converted.command if c not in ("--listen-host", "127.0.0.1", "--listen-port", "0")]
+    subprocess.run(converted.command, cwd=ROOT, capture_output=True, timeout=120, check=True)
+    said = make_report(har, tmp_path / "har.html")
+    assert said.startswith(f"wrote {tmp_path / 'har.html'}: 4 exchange(s) in 2 conversation(s)")
+    page = (tmp_path / "har.html").read_text()
+    assert ANSWER in page and "copilot_invalid_request_body" in page
 
 
 def test_include_opaque_writes_the_values_in_full(capture: Path, tmp_path: Path) -> None:
