@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,16 @@ from tests.support.sample_session import MODEL as GEMINI
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def capture(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> Path:
+@pytest.fixture(scope="module")
+def api_key() -> str:
+    """The credential of the capture, which every test of this module reads (recorded once)."""
+    return f"sk-test-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPathFactory, api_key: str) -> Path:
     """Two conversations in one flow file: one repaired by the proxy, one refused with the proxy's repair off."""
+    tmp_path = tmp_path_factory.mktemp("capture")
     repaired, refused = tmp_path / "repaired.mitm", tmp_path / "refused.mitm"
     before = set(fake.issued)  # the fake serves the whole session
     record_session(fake, confdir, repaired, api_key, repair=True)
