@@ -11,6 +11,7 @@ from llm_reasoning_proxy import compat
 from llm_reasoning_proxy.hooks import contentview
 from llm_reasoning_proxy.hooks.annotate import META
 from llm_reasoning_proxy.hooks.contentview import VIEW_NAME, LlmContentView
+from llm_reasoning_proxy.transcripts import flows as transcript_flows
 from mitmproxy import contentviews, http
 from mitmproxy.test import taddons, tflow, tutils
 
@@ -163,12 +164,13 @@ def test_other_traffic_is_judged_by_method_and_path_alone(view: taddons.context,
     def no_body(*args: object) -> object:
         raise AssertionError("a body was looked at")
 
-    monkeypatch.setattr(contentview.formats, "claim", no_body)
-    monkeypatch.setattr(contentview, "message_body", no_body)
-    for flow in (other_flow(), other_flow(b"/index.html", b"GET"), repaired_flow(), streamed_flow()):
+    monkeypatch.setattr(transcript_flows.formats, "claim", no_body)
+    monkeypatch.setattr(transcript_flows, "message_body", no_body)
+    seen = (repaired_flow(), streamed_flow())  # the proxy saw them pass: known by their metadata
+    for flow in (other_flow(), other_flow(b"/index.html", b"GET"), *seen):
         for message in (flow.request, flow.response):
-            if message is not None:
-                shown(message, flow)  # those the proxy saw pass are known by their metadata
+            if message is not None:  # asked directly: through mitmproxy, a failure would be swallowed
+                assert contentview.shows(message.content or b"", flow, message) == (flow in seen)
 
 
 def test_the_view_chosen_by_name_says_why_it_shows_no_conversation(view: taddons.context) -> None:

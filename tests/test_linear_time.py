@@ -156,3 +156,38 @@ def test_ten_times_the_foreign_values_cost_about_ten_times_the_time(case: str) -
     small = removal_cpu_seconds(make, wire_format, BASE)
     large = removal_cpu_seconds(make, wire_format, BASE * SCALE)
     assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
+
+
+# --- comparing two versions of a conversation (the content view, the report) ------------------------------------
+
+
+def alike_messages(count: int) -> tuple[list, list]:
+    """Two versions of `count` messages alike, differing at both ends: nothing to pair by their start or end."""
+    from llm_reasoning_proxy.transcripts.model import Message, Part
+
+    def version(first: str, last: str) -> list:
+        middle = [Message("user", [Part("text", text="hi")], f"messages[{i + 1}]") for i in range(count)]
+        return [
+            Message("user", [Part("text", text=first)], "messages[0]"),
+            *middle,
+            Message("user", [Part("text", text=last)], "end"),
+        ]
+
+    return version("A", "Z"), version("B", "Y")
+
+
+def comparison_cpu_seconds(count: int) -> float:
+    from llm_reasoning_proxy.transcripts.diff import compare
+
+    best = float("inf")
+    for _ in range(3):
+        before, after = alike_messages(count)
+        started = time.process_time()
+        compare(before, after)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def test_comparing_thousands_of_alike_messages_costs_linear_time() -> None:
+    small, large = comparison_cpu_seconds(BASE), comparison_cpu_seconds(BASE * SCALE)
+    assert large < 3 * SCALE * max(small, 0.002), f"{small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"

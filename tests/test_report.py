@@ -133,3 +133,51 @@ def test_split_assistant_messages_merged_by_the_proxy_are_marked_merged() -> Non
     changes = compare([text, call], [merged])
     assert [(m.mark, m.note) for m in changes.messages] == [("merged", "merged from messages[1], messages[2]")]
     assert (changes.added, changes.removed, changes.merged) == (0, 0, 1)
+
+
+def test_an_exchange_the_report_cannot_show_leaves_the_others(tmp_path: Path, monkeypatch) -> None:
+    import llm_reasoning_proxy.offline.report as report
+
+    def failing_on_the_first(checked, memo):
+        if checked.check.number == 1:
+            raise RecursionError("maximum recursion depth exceeded")
+        return turn_of(checked, memo)
+
+    turn_of = report.turn_of
+    monkeypatch.setattr(report, "turn_of", failing_on_the_first)
+    flows = [chat_flow([{"role": "user", "content": f"question {n}"}]) for n in (1, 2)]
+    written = write_report(write_flows(tmp_path / "c.mitm", flows), tmp_path / "r.html")
+    first, second = sorted(page_data(tmp_path / "r.html")["T"], key=lambda t: t["n"])
+    assert written.exchanges == 2
+    assert first["unreadable"] == "not shown in the report (RecursionError: maximum recursion depth exceeded)"
+    assert [data["M"][i]["p"][0]["t"] for data in [page_data(tmp_path / "r.html")] for i in second["sent"]] == [
+        "question 2"
+    ]
+
+
+def test_an_event_log_line_longer_than_the_proxy_writes_is_passed_over(tmp_path: Path) -> None:
+    from llm_reasoning_proxy.offline.report.event_log import MAX_LINE_BYTES, turns_from_event_log
+
+    event = {"kind": "skipped", "flow_id": "f1", "url": URL, "reason": "r"}
+    long_event = dict(event, flow_id="f2", reason="x" * (2 * MAX_LINE_BYTES))
+    log = tmp_path / "events.jsonl"
+    log.write_text(json.dumps(long_event) + "\n" + json.dumps(event) + "\n")
+    assert [turn.flow_id for turn in turns_from_event_log(log)] == ["f1"]
+
+
+def test_a_secret_anywhere_a_client_writes_is_masked(tmp_path: Path) -> None:
+    """Not only message texts: a role, a tool's name, a call id, the model and the tools a request declares."""
+    call = {"id": f"call:{SECRET}", "type": "function", "function": {"name": f"tool:{SECRET}", "arguments": "{}"}}
+    messages = [
+        {"role": f"user {SECRET}", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+    ]
+    body = {
+        "model": f"model {SECRET}",
+        "messages": messages,
+        "tools": [{"type": "function", "function": {"name": SECRET}}],
+    }
+    capture = write_flows(tmp_path / "c.mitm", [chat_flow([], raw=json.dumps(body).encode())])
+    write_report(capture, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert SECRET not in page and page.count("[REDACTED]") >= 5

@@ -471,7 +471,9 @@ def test_hostile_json_answers_do_not_raise(doc: dict) -> None:
 
 
 def test_past_the_assembly_bound_the_rest_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(transcriber, "MAX_ASSEMBLED_CHARS", 100)
+    from llm_reasoning_proxy.transcripts import base
+
+    monkeypatch.setattr(base, "MAX_ASSEMBLED_CHARS", 100)
     start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
     delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x" * 30}}
     answer = read_answer(FORMAT, stream(start, *[delta] * 10), sse=True)

@@ -428,9 +428,9 @@ def test_hostile_json_answers_do_not_raise(doc: dict) -> None:
 
 
 def test_past_the_assembly_bound_the_rest_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_reasoning_proxy.transcripts import anthropic
+    from llm_reasoning_proxy.transcripts import base
 
-    monkeypatch.setattr(anthropic, "MAX_ASSEMBLED_CHARS", 100)
+    monkeypatch.setattr(base, "MAX_ASSEMBLED_CHARS", 100)
     raw = frames(*[("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "y" * 30}})] * 10)
     text, note = read_answer(FORMAT, raw, sse=False, aws_frames=True).parts()
     assert text.text == "y" * 90 and (note.field, note.text) == ("cut", "210 more characters streamed, not kept here")

@@ -9,32 +9,17 @@ from __future__ import annotations
 
 from mitmproxy import http
 
-from .. import compat, formats
-from ..decoding import Undecodable, message_body
-from ..limits import MAX_DECODED_BYTES
+from .. import compat
+from ..transcripts.flows import wire_format_of
 from ..transcripts.view import Rendered, render
-from .annotate import flow_meta
 
 VIEW_NAME = "LLM"
-_FORMAT_NAMES = frozenset(f.name for f in formats.FORMATS)
 
 
 def shows(data: bytes, flow: http.HTTPFlow, message: http.Message) -> bool:
     """Whether the view shows `message`: the request or response of a flow whose request is of a known wire
     format. mitmproxy asks for every message it shows: only a POST to an LLM route has a body looked at."""
-    request = flow.request
-    if message is not request and message is not flow.response:
-        return False
-    meta = flow_meta(flow)
-    if meta is not None and meta.get("format") in _FORMAT_NAMES:  # the proxy saw it pass
-        return True
-    if not formats.routed(request.method, request.path):
-        return False
-    try:
-        body = data if message is request else message_body(request, MAX_DECODED_BYTES)
-    except Undecodable:
-        return False
-    return formats.claim(request.method, request.path, body) is not None
+    return (message is flow.request or message is flow.response) and wire_format_of(flow) is not None
 
 
 def show(data: bytes, flow: http.HTTPFlow, message: http.Message) -> Rendered | None:

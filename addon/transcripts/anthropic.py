@@ -17,9 +17,9 @@ from ..dialects.bedrock import INVOKE_STREAM, bedrock_route
 from ..formats.anthropic import AnthropicMessages
 from ..limits import MAX_CONTENT_BLOCKS
 from .base import (
-    MAX_ASSEMBLED_CHARS,
     AnswerAssembler,
     ListTranscriber,
+    TextBudget,
     as_str,
     block_list_message,
     block_list_parts,
@@ -179,29 +179,6 @@ _DELTAS = {
 }
 
 
-class Pieces:
-    """The text an answer streams, kept in pieces and joined once, up to MAX_ASSEMBLED_CHARS per answer: past it
-    the rest is counted, not kept."""
-
-    __slots__ = ("kept", "dropped")
-
-    def __init__(self) -> None:
-        self.kept = 0
-        self.dropped = 0
-
-    def add(self, pieces: list[str], piece: str) -> None:
-        if self.kept + len(piece) <= MAX_ASSEMBLED_CHARS:
-            pieces.append(piece)
-            self.kept += len(piece)
-        else:
-            self.dropped += len(piece)
-
-    def note(self) -> Part | None:
-        if not self.dropped:
-            return None
-        return Part("other", text=f"{self.dropped:,} more characters streamed, not kept here", field="cut")
-
-
 class _Block:
     __slots__ = ("start", "pieces", "citations", "stopped")
 
@@ -232,7 +209,7 @@ class AnthropicAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
-        self._pieces = Pieces()
+        self._pieces = TextBudget()
         self._role = "assistant"
         self._started = False  # a stream's message_start seen
 

@@ -82,6 +82,29 @@ class ListTranscriber:
         return conversation
 
 
+class TextBudget:
+    """The text one answer streams, kept in pieces (joined once, at the end) up to MAX_ASSEMBLED_CHARS in all: past
+    it the rest is counted, not kept, and `note` says how much."""
+
+    __slots__ = ("kept", "dropped")
+
+    def __init__(self) -> None:
+        self.kept = 0
+        self.dropped = 0
+
+    def add(self, pieces: list[str], piece: str) -> None:
+        if self.kept + len(piece) <= MAX_ASSEMBLED_CHARS:
+            pieces.append(piece)
+            self.kept += len(piece)
+        else:
+            self.dropped += len(piece)
+
+    def note(self) -> Part | None:
+        if not self.dropped:
+            return None
+        return Part("other", text=f"{self.dropped:,} more characters streamed, not kept here", field="cut")
+
+
 class AnswerAssembler:
     """Assembles one answer from its stream events or its whole body. It takes the place of a format's
     ResponseReader in `hooks.response_tap.read_recorded`, so a recorded stream is split the way the proxy splits it.

@@ -17,10 +17,10 @@ from .. import jsoncodec
 from ..dialects.bedrock import CONVERSE_STREAM, bedrock_route
 from ..formats.bedrock_converse import REASONING, TOOL_USE, BedrockConverse, block_kind
 from ..limits import MAX_CONTENT_BLOCKS
-from .anthropic import Pieces
 from .base import (
     AnswerAssembler,
     ListTranscriber,
+    TextBudget,
     as_str,
     block_list_message,
     block_list_parts,
@@ -215,7 +215,7 @@ class ConverseAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
-        self._pieces = Pieces()
+        self._pieces = TextBudget()
         self._role = "assistant"
         self._started = False  # a stream's messageStart (or any block) seen
 

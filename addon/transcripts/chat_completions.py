@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats.chat_fields import DIALECT_FIELDS, THINK_CLOSE, THINK_OPEN
-from .base import AnswerAssembler, ListTranscriber, other, text_of, usage_from
+from .base import AnswerAssembler, ListTranscriber, TextBudget, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = "chat_completions"
@@ -168,27 +168,27 @@ def chat_usage(usage: Any) -> Usage:
 class _Choice:
     """One choice's deltas, joined at the end: a 2,000-event answer is 2,000 pieces, joined once."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: TextBudget) -> None:
+        self.budget = budget
         self.role = "assistant"
         self.pieces: dict[str, list[str]] = {}  # field ("content", "reasoning_content", ...) -> its pieces
         self.details: dict[int, dict[str, list[str]]] = {}
         self.calls: dict[int, dict[str, Any]] = {}
-        self.extra: dict[str, Any] = {}  # whole values (a call's signature, a thinking chunk list)
 
     def add(self, delta: dict[str, Any]) -> None:
         for name in ("content", *READABLE_FIELDS, *OPAQUE_FIELDS):
             value = delta.get(name)
             if isinstance(value, str) and value:
-                self.pieces.setdefault(name, []).append(value)
+                self.budget.add(self.pieces.setdefault(name, []), value)
             elif name == "content" and isinstance(value, list):  # Mistral's chunks in a stream
                 for chunk in value:
                     if not isinstance(chunk, dict):
                         continue
                     if chunk.get("type") == "text":
-                        self.pieces.setdefault("content", []).append(text_of(chunk.get("text")))
+                        self.budget.add(self.pieces.setdefault("content", []), text_of(chunk.get("text")))
                     elif chunk.get("type") == "thinking" and isinstance(chunk.get("thinking"), list):
                         texts = [text_of(c.get("text")) for c in chunk["thinking"] if isinstance(c, dict)]
-                        self.pieces.setdefault("thinking", []).append("".join(texts))
+                        self.budget.add(self.pieces.setdefault("thinking", []), "".join(texts))
         details = delta.get("reasoning_details")
         for position, entry in enumerate(details if isinstance(details, list) else []):
             if isinstance(entry, dict):
@@ -196,8 +196,9 @@ class _Choice:
                 slot = self.details.setdefault(index, {})
                 for key in ("text", "summary", "signature", "data"):
                     if isinstance(entry.get(key), str) and entry[key]:
-                        slot.setdefault(key, []).append(entry[key])
-        for call in delta.get("tool_calls") or []:
+                        self.budget.add(slot.setdefault(key, []), entry[key])
+        calls = delta.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
             if not isinstance(call, dict):
                 continue
             index = call.get("index") if isinstance(call.get("index"), int) else len(self.calls)
@@ -208,7 +209,7 @@ class _Choice:
             if isinstance(function.get("name"), str):
                 slot["name"] = function["name"]
             if isinstance(function.get("arguments"), str):
-                slot["arguments"].append(function["arguments"])
+                self.budget.add(slot["arguments"], function["arguments"])
             if isinstance(call.get("extra_content"), dict):
                 slot["extra_content"] = call["extra_content"]
 
@@ -236,10 +237,16 @@ class _Choice:
         return result
 
 
+def _choices(doc: dict[str, Any]) -> list[Any]:
+    choices = doc.get("choices")
+    return choices if isinstance(choices, list) else []
+
+
 class ChatAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._choices: dict[int, _Choice] = {}
+        self._texts = TextBudget()
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         answer = self.answer
@@ -249,11 +256,13 @@ class ChatAssembler(AnswerAssembler):
             answer.usage = chat_usage(payload["usage"])
         if isinstance(payload.get("error"), dict):
             answer.problem = text_of(payload["error"].get("message") or payload["error"])
-        for position, choice in enumerate(payload.get("choices") or []):
+        for position, choice in enumerate(_choices(payload)):
             if not isinstance(choice, dict):
                 continue
             index = choice.get("index") if isinstance(choice.get("index"), int) else position
-            state = self._choices.setdefault(index, _Choice())
+            state = self._choices.get(index)
+            if state is None:
+                state = self._choices[index] = _Choice(self._texts)
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             state.add(delta)
             if isinstance(choice.get("finish_reason"), str):
@@ -263,7 +272,7 @@ class ChatAssembler(AnswerAssembler):
         answer = self.answer
         answer.model = doc.get("model") if isinstance(doc.get("model"), str) else None
         answer.usage = chat_usage(doc.get("usage"))
-        for position, choice in enumerate(doc.get("choices") or []):
+        for position, choice in enumerate(_choices(doc)):
             if not isinstance(choice, dict):
                 continue
             answer.messages.append(message_of(choice.get("message"), f"choices[{position}]"))
@@ -274,6 +283,9 @@ class ChatAssembler(AnswerAssembler):
         for index in sorted(self._choices):
             self.answer.messages.append(self._choices[index].message(f"choices[{index}]"))
         self._choices.clear()
+        note = self._texts.note()
+        if note is not None and self.answer.messages:
+            self.answer.messages[-1].parts.append(note)
         return self.answer
 
 

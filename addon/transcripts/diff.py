@@ -16,6 +16,10 @@ from typing import Any
 
 from .model import Mark, Message, Part
 
+# Past this many pairs of messages between the common start and end of two versions, the messages that differ are
+# paired in order rather than aligned (a hostile body of thousands of alike messages would take minutes).
+MAX_ALIGNED = 1_000_000
+
 
 @dataclass(slots=True)
 class Changes:
@@ -76,8 +80,12 @@ def _opcodes(before: list[Any], after: list[Any]) -> list[tuple[str, int, int, i
     while end < shortest - start and before[-1 - end] == after[-1 - end]:
         end += 1
     opcodes = [("equal", 0, start, 0, start)] if start else []
-    middle = SequenceMatcher(None, before[start : len(before) - end], after[start : len(after) - end], autojunk=False)
-    opcodes += [(op, b1 + start, b2 + start, a1 + start, a2 + start) for op, b1, b2, a1, a2 in middle.get_opcodes()]
+    old, new = before[start : len(before) - end], after[start : len(after) - end]
+    if len(old) * len(new) > MAX_ALIGNED:  # SequenceMatcher's time grows with the product: pair them in order
+        opcodes.append(("replace", start, len(before) - end, start, len(after) - end))
+    elif old or new:
+        middle = SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+        opcodes += [(op, b1 + start, b2 + start, a1 + start, a2 + start) for op, b1, b2, a1, a2 in middle]
     if end:
         opcodes.append(("equal", len(before) - end, len(before), len(after) - end, len(after)))
     return opcodes

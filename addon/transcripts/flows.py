@@ -25,11 +25,15 @@ class NotTranscribed(ValueError):
     """A flow that is not LLM traffic, or whose body cannot be read: the reason is the message."""
 
 
+_FORMAT_NAMES = frozenset(f.name for f in formats.FORMATS)
+
+
 def wire_format_of(flow: http.HTTPFlow) -> formats.WireFormat | None:
-    """The format the proxy gave the flow, else the format that would claim its request."""
+    """The format the proxy gave the flow, else the format that would claim its request. Cheap for other traffic
+    (the content view asks for every message shown): only a POST on an LLM route has its body decoded."""
     meta = flow_meta(flow)
     name = meta.get("format") if meta is not None else None
-    if isinstance(name, str) and name in {f.name for f in formats.FORMATS}:
+    if isinstance(name, str) and name in _FORMAT_NAMES:
         return formats.by_name(name)
     request = flow.request
     if not formats.routed(request.method, request.path):

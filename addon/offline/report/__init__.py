@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...redact import redact_text
 from ...transcripts import MessageMemo
 from ..check import checked_exchanges
 from ..inputs import load_flows
@@ -34,7 +35,19 @@ def read_turns(path: Path) -> list[Turn]:
     if is_event_log(path):
         return turns_from_event_log(path)
     memo = MessageMemo()  # a history's messages are read once, not again on every turn that sends them
-    return [turn_of(checked, memo) for checked in checked_exchanges(load_flows(path), diffs=False)]
+    turns = []
+    for checked in checked_exchanges(load_flows(path), diffs=False):
+        try:
+            turns.append(turn_of(checked, memo))
+        except Exception as e:  # noqa: BLE001 - one exchange the report cannot show must not end the others
+            turns.append(_bare(checked.check.number, checked.flow.id, checked.check.url, checked.check.wire_format, e))
+    return turns
+
+
+def _bare(number: int, flow_id: str, url: str, wire_format: str, error: Exception) -> Turn:
+    """A turn that says only why it is not shown."""
+    why = redact_text(f"{type(error).__name__}: {error}")[:200]
+    return Turn(number, flow_id, "POST", url, wire_format, unreadable=f"not shown in the report ({why})")
 
 
 def write_report(path: Path, out: Path, *, include_opaque: bool = False, title: str | None = None) -> Written:
@@ -45,7 +58,12 @@ def write_report(path: Path, out: Path, *, include_opaque: bool = False, title: 
     for number, conversation in enumerate(conversations, 1):
         data.add_conversation(number, conversation)
         for turn in conversation:
-            data.add_turn(turn)
+            try:
+                data.add_turn(turn)
+            except Exception as e:  # noqa: BLE001 - as above: the others are written all the same
+                bare = _bare(turn.number, turn.flow_id, turn.url, turn.wire_format, e)
+                bare.conversation = turn.conversation
+                data.add_turn(bare)
     title = title or f"LLM traffic: {path.name}"
     page = write_page(data.document(title, path.name), title)
     out.write_bytes(page)

@@ -3,8 +3,9 @@ exchange the proxy saw with what it captured (tool calls, reasoning fields), rep
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, BinaryIO, get_args
 
 from pydantic import ValidationError
 
@@ -12,9 +13,12 @@ from ... import jsoncodec
 from ...diagnosis.rules import Diagnosis
 from ...dialects.base import Kind
 from ...events import Captured, Diagnosed, FieldSummary, Repaired, Skipped
+from ...limits import MAX_LOG_LINE_BYTES
 from ...transcripts.model import Answer, Message, Part
 from .turns import Timings, Turn
 
+# The longest line the proxy writes (events.fit_line), with room for a line break.
+MAX_LINE_BYTES = MAX_LOG_LINE_BYTES + 1
 _KINDS = {"captured": Captured, "repaired": Repaired, "diagnosed": Diagnosed, "skipped": Skipped}
 
 
@@ -68,7 +72,7 @@ def turns_from_event_log(path: Path) -> list[Turn]:
     """The exchanges an event log describes, in the order their first event was written."""
     by_flow: dict[str, Turn] = {}
     with path.open("rb") as handle:
-        for line in handle:
+        for line in _lines(handle):
             event = _event(line)
             if event is None or not event.flow_id:
                 continue
@@ -77,6 +81,17 @@ def turns_from_event_log(path: Path) -> list[Turn]:
                 turn = by_flow[event.flow_id] = _turn(len(by_flow) + 1, event)
             _apply(turn, event)
     return list(by_flow.values())
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The file's lines, each read no further than the proxy ever writes one: a longer line (not an event of
+    the proxy's) is passed over without being held."""
+    while line := handle.readline(MAX_LINE_BYTES + 1):
+        if len(line) <= MAX_LINE_BYTES:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of the long line
+            line = handle.readline(MAX_LINE_BYTES)
 
 
 def _event(line: bytes) -> Any:
@@ -90,28 +105,12 @@ def _event(line: bytes) -> Any:
 
 def _turn(number: int, event: Any) -> Turn:
     return Turn(
-        number=number,
-        flow_id=event.flow_id,
-        method="POST",
-        url=event.url,
-        wire_format=getattr(event, "wire_format", "?"),
-        model=None,
-        status=None,
-        client_sent=None,
-        sent=None,
-        changes=None,
-        live_repaired=False,
-        answer=None,
-        diagnosis=None,
-        culprit=None,
-        findings=[],
-        actions=[],
-        violations=[],
-        remaining=[],
-        unreadable=None,
+        number,
+        event.flow_id,
+        "POST",
+        event.url,
+        getattr(event, "wire_format", "?"),
         timings=Timings(started=event.ts),
-        headers=[],
-        body=None,
         notes=["from the event log: request and answer bodies are not in it"],
     )
 

@@ -57,14 +57,15 @@ class ReportData:
         self.messages = _Table()
         self.items = _Table()
         self.strings = _Table()  # repair descriptions and violations: a long history repeats them on every turn
-        self._raw_items: dict[bytes, int] = {}
-        self._message_rows: dict[int, tuple[Message, int]] = {}  # an item's JSON as sent -> its row, redacted
+        self._raw_items: dict[bytes, int] = {}  # an item's JSON as sent -> its row, redacted
+        self._message_rows: dict[int, tuple[Message, int]] = {}  # a message read once -> its row
         self.turns: list[bytes] = []
         self.conversations: list[dict[str, Any]] = []
         self._texts: dict[str, str] = {}  # redacted texts, by text: a history repeats them on every turn
 
-    def _text(self, text: str) -> str:
-        if len(text) < 12:  # too short to hold any credential shape the redactor knows
+    def _text(self, text: str | None) -> str | None:
+        """Every text a client or provider wrote goes into the page through here: redacted, once per text."""
+        if not text:
             return text
         done = self._texts.get(text)
         if done is None:
@@ -82,9 +83,11 @@ class ReportData:
                 entry["v"] = part.value
         elif part.text:
             entry["t"] = self._text(part.text)
-        for key, value in (("f", part.field), ("c", part.call_id), ("a", part.name), ("m", part.mark)):
+        for key, value in (("f", part.field), ("c", part.call_id), ("a", part.name)):
             if value:
-                entry[key] = self._text(value) if key == "a" else value
+                entry[key] = self._text(value)
+        if part.mark:
+            entry["m"] = part.mark
         return entry
 
     def message(self, message: Message) -> int:
@@ -97,22 +100,27 @@ class ReportData:
         return row
 
     def _message_row(self, message: Message) -> int:
-        entry: dict[str, Any] = {"r": message.role, "w": message.where, "p": [self.part(p) for p in message.parts]}
+        text = self._text
+        entry: dict[str, Any] = {
+            "r": text(message.role),
+            "w": text(message.where),
+            "p": [self.part(p) for p in message.parts],
+        }
         if message.mark:
             entry["m"] = message.mark
         if message.note:
-            entry["n"] = message.note
+            entry["n"] = text(message.note)
         return self.messages.add(entry)
 
     def answer(self, answer: Answer) -> dict[str, Any]:
         return {
             "msgs": [self.message(m) for m in answer.messages],
             "usage": _usage(answer.usage),
-            "finish": answer.finish,
-            "model": answer.model,
+            "finish": self._text(answer.finish),
+            "model": self._text(answer.model),
             "streamed": answer.streamed,
             "events": answer.events,
-            "problem": self._text(answer.problem) if answer.problem else None,
+            "problem": self._text(answer.problem),
         }
 
     def request_items(self, turn: Turn) -> dict[str, Any] | None:
@@ -155,9 +163,9 @@ class ReportData:
             "c": turn.conversation,
             "fid": turn.flow_id,
             "meth": turn.method,
-            "u": turn.url,
+            "u": self._text(turn.url),
             "fmt": turn.wire_format,
-            "model": turn.model,
+            "model": self._text(turn.model),
             "st": turn.status,
             "live": turn.live_repaired,
             "rep": turn.repaired,
@@ -168,12 +176,12 @@ class ReportData:
             "since": None,
             "ans": self.answer(turn.answer) if turn.answer is not None else None,
             "diag": _diagnosis(turn, self._text),
-            "culprit": turn.culprit,
+            "culprit": self._text(turn.culprit),
             "findings": self._strings(turn.findings),
             "actions": self._strings(turn.actions),
             "violations": self._strings(turn.violations),
             "remaining": self._strings(turn.remaining),
-            "unreadable": turn.unreadable,
+            "unreadable": self._text(turn.unreadable),
             "tm": {
                 "start": turn.timings.started,
                 "ttfb": turn.timings.first_byte_ms,
@@ -182,9 +190,9 @@ class ReportData:
             },
             "curl": {"h": [[n, self._text(v)] for n, v in turn.headers], "b": self.request_items(turn)},
             "comment": self._text(turn.comment),
-            "notes": turn.notes,
+            "notes": [self._text(note) for note in turn.notes],
             "settings": redact_json(turn.sent.settings) if turn.sent else {},
-            "tools": turn.sent.tools if turn.sent else [],
+            "tools": [self._text(name) for name in turn.sent.tools] if turn.sent else [],
         }
         if since is not None:
             changed = [m for m in since.messages if m.mark or any(p.mark for p in m.parts)]
@@ -205,7 +213,7 @@ class ReportData:
             {
                 "n": number,
                 "turns": [t.number for t in turns],
-                "models": sorted({t.model for t in turns if t.model}),
+                "models": sorted({self._text(t.model) for t in turns if t.model}),
                 "title": self._text(title),
             }
         )
@@ -255,9 +263,9 @@ def _diagnosis(turn: Turn, text) -> dict[str, Any] | None:
         "rule": d.rule,
         "summary": text(d.summary),
         "provider": d.provider,
-        "field": d.field,
+        "field": text(d.field),
         "message": text(d.message),
-        "cause": d.cause,
+        "cause": text(d.cause),
     }
 
 

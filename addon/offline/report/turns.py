@@ -43,23 +43,23 @@ class Turn:
     method: str
     url: str  # redacted
     wire_format: str
-    model: str | None
-    status: int | None
-    client_sent: Conversation | None  # None when the body could not be read
-    sent: Conversation | None  # what went (live repair) or would go (offline check) upstream
-    changes: Changes | None  # `sent` against `client_sent`, when they differ
-    live_repaired: bool
-    answer: Answer | None
-    diagnosis: Diagnosis | None
-    culprit: str | None  # the place the error points at ("messages[3]")
-    findings: list[str]
-    actions: list[str]  # what the proxy did or would do, described
-    violations: list[str]  # rules the request breaks as the client sent it
-    remaining: list[str]  # rules it still breaks after repair
-    unreadable: str | None
-    timings: Timings
-    headers: list[tuple[str, str]]  # for copy-as-cURL: allowlisted, credentials as placeholders
-    body: Any  # the document the proxy sent, for copy-as-cURL (redacted later, with the rest of the report)
+    model: str | None = None
+    status: int | None = None
+    client_sent: Conversation | None = None  # None when the body could not be read
+    sent: Conversation | None = None  # what went (live repair) or would go (offline check) upstream
+    changes: Changes | None = None  # `sent` against `client_sent`, when they differ
+    live_repaired: bool = False
+    answer: Answer | None = None
+    diagnosis: Diagnosis | None = None
+    culprit: str | None = None  # the place the error points at ("messages[3]")
+    findings: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)  # what the proxy did or would do, described
+    violations: list[str] = field(default_factory=list)  # rules the request breaks as the client sent it
+    remaining: list[str] = field(default_factory=list)  # rules it still breaks after repair
+    unreadable: str | None = None
+    timings: Timings = field(default_factory=Timings)
+    headers: list[tuple[str, str]] = field(default_factory=list)  # for copy-as-cURL: credentials as placeholders
+    body: Any = None  # the document the proxy sent, for copy-as-cURL (redacted later, with the rest of the report)
     comment: str = ""
     since: Changes | None = None  # against the previous turn of its conversation (filled by grouping)
     conversation: int = 0
