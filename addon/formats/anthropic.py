@@ -35,6 +35,7 @@ from .base import (
     RepairContext,
     Routed,
     SignedBlocks,
+    assistant_blocks,
     body_model,
     call_lookup_keys,
     event_documents,
@@ -282,14 +283,6 @@ class AnthropicReader:
         ]
 
 
-def _content(message: Any) -> list[Any] | None:
-    """The content block list of an assistant message (None for any other message or shape)."""
-    if not isinstance(message, dict) or message.get("role") != "assistant":
-        return None
-    content = message.get("content")
-    return content if isinstance(content, list) else None
-
-
 def _tool_uses(content: list[Any]) -> list[dict[str, Any]]:
     return [block for block in content if isinstance(block, dict) and block.get("type") == "tool_use"]
 
@@ -329,7 +322,7 @@ def repair_targets(messages: list[Any], *, every_turn: bool = False) -> list[int
         candidates.add(last)
     targets = []
     for index in sorted(candidates):
-        content = _content(messages[index])
+        content = assistant_blocks(messages[index])
         if content and _tool_uses(content) and not any(is_thinking_block(block) for block in content):
             targets.append(index)
     return targets
@@ -378,7 +371,7 @@ def _signed_value(block: Any) -> str | None:
 
 def last_assistant(messages: list[Any]) -> int | None:
     """The index of the last assistant message with a content list: the one the API checks."""
-    return max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    return max((i for i, m in enumerate(messages) if assistant_blocks(m) is not None), default=None)
 
 
 def required_thinking(doc: Any, messages: list[Any]) -> dict[int, str]:
@@ -391,9 +384,9 @@ def required_thinking(doc: Any, messages: list[Any]) -> dict[int, str]:
         return {}
     if rules is not None and rules.every_turn:
         why = f"{rules.who} wants every tool turn's thinking back (go on with the model that issued it)"
-        return {index: why for index, message in enumerate(messages) if _tool_uses(_content(message) or [])}
+        return {index: why for index, message in enumerate(messages) if _tool_uses(assistant_blocks(message) or [])}
     last = last_assistant(messages)
-    if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
+    if last is None or last < current_turn_start(messages) or not _tool_uses(assistant_blocks(messages[last]) or []):
         return {}
     return {
         last: "the current tool loop's last assistant message must start with its thinking (finish the loop on "
@@ -407,7 +400,7 @@ def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[
     that is all its message holds stays: the message cannot go empty."""
     actions: list[RepairAction] = []
     for index, message in enumerate(messages):
-        content = _content(message)
+        content = assistant_blocks(message)
         if not content or not any(isinstance(b, dict) and b.get("type") in rules.refused_blocks for b in content):
             continue
         uses = _tool_uses(content)
@@ -433,7 +426,7 @@ def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[
 
 
 _THINKING_BLOCKS = SignedBlocks(
-    content=_content,
+    content=assistant_blocks,
     signed_value=_signed_value,
     label=lambda block: block["type"],
     fields=lambda block: [block["type"]],
@@ -460,7 +453,9 @@ def every_turn_violations(messages: list[Any], rules: MessagesThinking) -> list[
             tool_call_id=_use_parts(_tool_uses(content)[0])[0],
         )
         for index, message in enumerate(messages)
-        if (content := _content(message)) and _tool_uses(content) and not any(is_thinking_block(b) for b in content)
+        if (content := assistant_blocks(message))
+        and _tool_uses(content)
+        and not any(is_thinking_block(b) for b in content)
     ]
 
 
@@ -473,7 +468,7 @@ def refused_block_violations(messages: list[Any], rules: MessagesThinking) -> li
             message=f"{block['type']} block, which {rules.who} cannot read",
         )
         for index, message in enumerate(messages)
-        for position, block in enumerate(_content(message) or ())
+        for position, block in enumerate(assistant_blocks(message) or ())
         if isinstance(block, dict) and block.get("type") in rules.refused_blocks
     ]
 
@@ -584,7 +579,7 @@ class AnthropicMessages(Routed):
         if rules is not None and rules.every_turn:
             return violations + every_turn_violations(messages, rules)
         last = last_assistant(messages)
-        content = _content(messages[last]) if last is not None else None
+        content = assistant_blocks(messages[last]) if last is not None else None
         if not content or not _tool_uses(content) or is_thinking_block(content[0]):
             return violations
         found = content[0].get("type") if isinstance(content[0], dict) else type(content[0]).__name__
@@ -598,5 +593,5 @@ class AnthropicMessages(Routed):
         ]
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
-        content = _content(item_at(doc, self.items_key, index))
+        content = assistant_blocks(item_at(doc, self.items_key, index))
         return [_use_parts(block) for block in _tool_uses(content)] if content is not None else []

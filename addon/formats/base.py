@@ -271,6 +271,15 @@ def body_model(body: bytes, doc: Any | None) -> str | None:
     return model if isinstance(model, str) else None
 
 
+def assistant_blocks(message: Any) -> list[Any] | None:
+    """The content block list of an assistant message (Anthropic, Bedrock Converse); None for any other message
+    or shape."""
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return None
+    content = message.get("content")
+    return content if isinstance(content, list) else None
+
+
 def user_turn_start(messages: list[Any], holds_tool_result: Callable[[Any], bool]) -> int:
     """Where the current tool loop of a role-tagged message list begins: just after the last user prompt.
 

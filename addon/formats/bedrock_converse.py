@@ -41,6 +41,7 @@ from .base import (
     RepairContext,
     Routed,
     SignedBlocks,
+    assistant_blocks,
     call_lookup_keys,
     event_documents,
     item_at,
@@ -254,14 +255,6 @@ class ConverseReader:
         return [ReasoningRecord(wire_format=NAME, fields=fields, tool_calls=calls, complete=complete)]
 
 
-def _content(message: Any) -> list[Any] | None:
-    """The content block list of an assistant message (None for any other message or shape)."""
-    if not isinstance(message, dict) or message.get("role") != "assistant":
-        return None
-    content = message.get("content")
-    return content if isinstance(content, list) else None
-
-
 def _tool_uses(content: list[Any]) -> list[dict[str, Any]]:
     return [block[TOOL_USE] for block in content if isinstance(block, dict) and isinstance(block.get(TOOL_USE), dict)]
 
@@ -284,7 +277,7 @@ def current_turn_start(messages: list[Any]) -> int:
 
 
 def last_assistant(messages: list[Any]) -> int | None:
-    return max((i for i, m in enumerate(messages) if _content(m) is not None), default=None)
+    return max((i for i, m in enumerate(messages) if assistant_blocks(m) is not None), default=None)
 
 
 def repair_targets(messages: list[Any]) -> list[int]:
@@ -297,7 +290,7 @@ def repair_targets(messages: list[Any]) -> list[int]:
     return [
         index
         for index in sorted(candidates)
-        if (content := _content(messages[index]))
+        if (content := assistant_blocks(messages[index]))
         and _tool_uses(content)
         and not any(is_reasoning_block(block) for block in content)
     ]
@@ -351,13 +344,13 @@ def required_reasoning_at(doc: Any, messages: list[Any]) -> int | None:
     if not thinking_enabled(doc):
         return None
     last = last_assistant(messages)
-    if last is None or last < current_turn_start(messages) or not _tool_uses(_content(messages[last]) or []):
+    if last is None or last < current_turn_start(messages) or not _tool_uses(assistant_blocks(messages[last]) or []):
         return None
     return last
 
 
 _REASONING_BLOCKS = SignedBlocks(
-    content=_content,
+    content=assistant_blocks,
     signed_value=_signed_value,
     label=lambda block: "reasoningContent",
     fields=lambda block: _members([block]),
@@ -450,7 +443,7 @@ class BedrockConverse(Routed):
             return []
         found = []
         for index, message in enumerate(messages):
-            for position, block in enumerate(_content(message) or ()):
+            for position, block in enumerate(assistant_blocks(message) or ()):
                 reasoning = block.get(REASONING) if isinstance(block, dict) else None
                 text = reasoning.get("reasoningText") if isinstance(reasoning, dict) else None
                 if isinstance(text, dict) and not text.get("signature"):
@@ -462,7 +455,7 @@ class BedrockConverse(Routed):
                         )
                     )
         last = last_assistant(messages)
-        content = _content(messages[last]) if last is not None else None
+        content = assistant_blocks(messages[last]) if last is not None else None
         if content and _tool_uses(content) and not is_reasoning_block(content[0]):
             kind = block_kind(content[0]) or type(content[0]).__name__
             found.append(
@@ -476,7 +469,7 @@ class BedrockConverse(Routed):
         return found
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
-        content = _content(item_at(doc, self.items_key, index))
+        content = assistant_blocks(item_at(doc, self.items_key, index))
         return [_use_parts(use) for use in _tool_uses(content)] if content is not None else []
 
     def remove_foreign(self, doc: Any, foreign: ForeignLookup) -> tuple[list[RepairAction], list[tuple[int, str]]]:

@@ -23,6 +23,7 @@ from .base import (
     as_str,
     block_list_message,
     block_list_parts,
+    block_list_system,
     merge_usage,
     other,
     text_of,
@@ -143,12 +144,7 @@ class AnthropicTranscriber(ListTranscriber):
         # Claude on Vertex AI and on Bedrock's InvokeModel names the model in the path only.
         conversation.model = _FORMAT.request_model(path, b"", doc)
         conversation.stream = doc.get("stream") is True or _streamed_route(path)
-        system = doc.get("system")
-        if system not in (None, "", []):
-            conversation.messages.append(Message("system", content_parts(system, "system"), "system"))
-        messages = doc.get("messages")
-        if messages is not None and not isinstance(messages, list):
-            conversation.messages.append(Message("?", [other("messages", messages)], "messages"))
+        conversation.messages += block_list_system(doc, block_parts)
         conversation.tools = _tool_names(doc.get("tools"))
         conversation.settings = _settings(doc)
         return conversation

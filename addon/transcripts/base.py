@@ -66,6 +66,10 @@ class ListTranscriber:
     def message(self, item: Any, where: str) -> Message:
         raise NotImplementedError
 
+    def lone_item(self, value: Any) -> Message:
+        """What the body holds under `items_key` when that is not a list: shown as it is, unless a format reads it."""
+        return Message("?", [other(self.items_key, value)], self.items_key)
+
     def request(self, doc: Any, path: str, memo: MessageMemo | None = None) -> Conversation:
         if not isinstance(doc, dict):  # what the path says (the model, on some routes) still holds
             conversation = self.preamble({}, path)
@@ -73,7 +77,9 @@ class ListTranscriber:
             return conversation
         conversation = self.preamble(doc, path)
         items = doc.get(self.items_key)
-        if isinstance(items, list):
+        if items is not None and not isinstance(items, list):
+            conversation.messages.append(self.lone_item(items))
+        elif isinstance(items, list):
             key, read = self.items_key, self.message
             if memo is None:
                 conversation.messages += [read(item, f"{key}[{i}]") for i, item in enumerate(items)]
@@ -193,6 +199,14 @@ def block_list_parts(content: Any, where: str, block_parts: Callable[[Any, str],
     if not isinstance(content, list):
         return [] if content is None else [other(where, content)]
     return [part for i, block in enumerate(content) for part in block_parts(block, f"{where}[{i}]")]
+
+
+def block_list_system(doc: dict[str, Any], block_parts: Callable[[Any, str], list[Part]]) -> list[Message]:
+    """The top-level `system` of Anthropic and Bedrock Converse (a string or a list of blocks), as a message."""
+    system = doc.get("system")
+    if system in (None, "", []):
+        return []
+    return [Message("system", block_list_parts(system, "system", block_parts), "system")]
 
 
 def block_list_message(message: Any, where: str, block_parts: Callable[[Any, str], list[Part]]) -> Message:

@@ -24,6 +24,7 @@ from .base import (
     as_str,
     block_list_message,
     block_list_parts,
+    block_list_system,
     other,
     text_of,
     usage_from,
@@ -145,12 +146,7 @@ class ConverseTranscriber(ListTranscriber):
         route = bedrock_route(path)
         conversation = Conversation(WIRE_FORMAT, model=_FORMAT.request_model(path, b"", doc))
         conversation.stream = route is not None and route.action == CONVERSE_STREAM
-        system = doc.get("system")
-        if system not in (None, "", []):
-            conversation.messages.append(Message("system", content_parts(system, "system"), "system"))
-        messages = doc.get("messages")
-        if messages is not None and not isinstance(messages, list):
-            conversation.messages.append(Message("?", [other("messages", messages)], "messages"))
+        conversation.messages += block_list_system(doc, block_parts)
         conversation.tools = _tool_names(doc.get("toolConfig"))
         extra = doc.get("additionalModelRequestFields")
         if isinstance(extra, dict):

@@ -146,9 +146,6 @@ class GeminiTranscriber(ListTranscriber):
             message = content_message(system, key)
             message.role = "system"
             conversation.messages.append(message)
-        contents = doc.get("contents")
-        if contents is not None and not isinstance(contents, list):
-            conversation.messages.append(content_message(contents, "contents"))
         conversation.tools = _tool_names(doc.get("tools"))
         for config_key, thinking_key in _THINKING_KEYS:
             config = doc.get(config_key)
@@ -158,6 +155,9 @@ class GeminiTranscriber(ListTranscriber):
 
     def message(self, item: Any, where: str) -> Message:
         return content_message(item, where)
+
+    def lone_item(self, value: Any) -> Message:
+        return content_message(value, "contents")  # one content instead of a list of them
 
     def assembler(self) -> GeminiAssembler:
         return GeminiAssembler()

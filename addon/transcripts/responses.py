@@ -143,17 +143,17 @@ class ResponsesTranscriber(ListTranscriber):
             conversation.messages.append(Message("system", parts, "instructions"))
         elif instructions is not None:
             conversation.messages.append(Message("system", [other("instructions", instructions)], "instructions"))
-        items = doc.get("input")
-        if isinstance(items, str):
-            conversation.messages.append(Message("user", [Part("text", text=items)], "input"))
-        elif items is not None and not isinstance(items, list):
-            conversation.messages.append(Message("?", [other("input", items)], "input"))
         conversation.tools = _tool_names(doc.get("tools"))
         conversation.settings = {key: doc[key] for key in _SETTINGS if doc.get(key) is not None}
         return conversation
 
     def message(self, item: Any, where: str) -> Message:
         return item_message(item, where)
+
+    def lone_item(self, value: Any) -> Message:
+        if isinstance(value, str):  # `input` as one user message's text
+            return Message("user", [Part("text", text=value)], "input")
+        return super().lone_item(value)
 
     def assembler(self) -> ResponsesAssembler:
         return ResponsesAssembler()
