@@ -55,7 +55,12 @@ def join_text(parts: list[str]) -> str:
     A provider that escapes astral characters as surrogate pairs can split a pair
     across two chunks; joined, the two halves become the character they encode.
     """
-    text = "".join(parts)
+    return valid_text("".join(parts))
+
+
+def valid_text(text: str) -> str:
+    """`text` as UTF-8 can hold it: a surrogate pair becomes the character it encodes, a lone surrogate (which
+    Python's JSON reader lets through, and no writer takes) becomes U+FFFD."""
     if text.isascii():
         return text
     try:

@@ -191,3 +191,42 @@ def comparison_cpu_seconds(count: int) -> float:
 def test_comparing_thousands_of_alike_messages_costs_linear_time() -> None:
     small, large = comparison_cpu_seconds(BASE), comparison_cpu_seconds(BASE * SCALE)
     assert large < 3 * SCALE * max(small, 0.002), f"{small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
+
+
+# --- assembling answers for people (the content view, the report) ----------------------------------------------
+
+
+def responses_deltas_by_item_id(count: int) -> bytes:
+    """Text deltas naming a new item by id and no output_index: each one an item after the highest so far."""
+    return b"".join(
+        b'data: {"type":"response.output_text.delta","item_id":"i%d","delta":"x"}\n\n' % n for n in range(count)
+    )
+
+
+def assembly_cpu_seconds(body: bytes) -> float:
+    from llm_reasoning_proxy.transcripts import read_answer
+
+    best = float("inf")
+    for _ in range(3):
+        started = time.process_time()
+        read_answer("openai_responses", body, sse=True)
+        best = min(best, time.process_time() - started)
+    return best
+
+
+def test_assembling_items_named_only_by_id_costs_linear_time() -> None:
+    small = assembly_cpu_seconds(responses_deltas_by_item_id(BASE))
+    large = assembly_cpu_seconds(responses_deltas_by_item_id(BASE * SCALE))
+    assert large < 3 * SCALE * max(small, 0.002), f"{small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
+
+
+def test_an_answer_of_countless_choices_keeps_its_bound_and_says_so() -> None:
+    from llm_reasoning_proxy.limits import MAX_CHOICES, MAX_TOOL_CALLS
+    from llm_reasoning_proxy.transcripts import read_answer
+
+    choices = b",".join([b"{}"] * 10 * MAX_CHOICES)
+    answer = read_answer("chat_completions", b'data: {"choices":[%s]}\n\n' % choices, sse=True)
+    assert len(answer.messages) == MAX_CHOICES and "pieces of the answer past its bounds" in answer.parts()[-1].text
+    calls = b",".join([b"{}"] * 10 * MAX_TOOL_CALLS)
+    answer = read_answer("chat_completions", b'data: {"choices":[{"delta":{"tool_calls":[%s]}}]}\n\n' % calls, sse=True)
+    assert sum(part.kind == "tool_call" for part in answer.parts()) == MAX_TOOL_CALLS

@@ -181,3 +181,18 @@ def test_a_secret_anywhere_a_client_writes_is_masked(tmp_path: Path) -> None:
     write_report(capture, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert SECRET not in page and page.count("[REDACTED]") >= 5
+
+
+def test_lone_surrogates_and_a_key_cut_by_the_title_reach_the_page_safely(tmp_path: Path) -> None:
+    """Python's JSON reader lets a lone surrogate through (no writer takes one); the conversation's title is cut
+    only once redacted, so the cut never leaves the start of a key the redactor would no longer recognise."""
+    key = "AKIAIOSFODNN7EXAMPLQ"
+    first = "a" * 140 + " " + key + " thanks \\ud83d"
+    raw = b'{"model": "m\\ud83d", "messages": [{"role": "user", "content": "%s"}, {"role": "assistant", "content": "x\\udfff"}]}'
+    capture = write_flows(tmp_path / "c.mitm", [chat_flow([], raw=raw % first.encode())])
+    written = write_report(capture, tmp_path / "r.html")
+    data = page_data(tmp_path / "r.html")
+    assert written.exchanges == 1 and data["T"][0]["unreadable"] is None
+    assert "AKIAIOSFODNN7EXAMPL" not in (tmp_path / "r.html").read_text()
+    assert data["convs"][0]["title"] == "a" * 140 + " [REDACTED] thanks \ufffd"  # 160 characters, cut once redacted
+    assert data["T"][0]["model"] == "m\ufffd"  # the lone surrogate as the replacement character

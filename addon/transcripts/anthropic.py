@@ -19,7 +19,6 @@ from ..limits import MAX_CONTENT_BLOCKS
 from .base import (
     AnswerAssembler,
     ListTranscriber,
-    TextBudget,
     as_str,
     block_list_message,
     block_list_parts,
@@ -205,7 +204,6 @@ class AnthropicAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
-        self._pieces = TextBudget()
         self._role = "assistant"
         self._started = False  # a stream's message_start seen
 
@@ -268,7 +266,7 @@ class AnthropicAssembler(AnswerAssembler):
             return
         if block is None:  # a delta whose start never came (or was cut): keep what arrived
             block = self._blocks[index] = _Block({"type": implied})
-        self._pieces.add(block.pieces.setdefault(name, []), piece)
+        self.kept.add(block.pieces.setdefault(name, []), piece)
 
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
@@ -286,7 +284,7 @@ class AnthropicAssembler(AnswerAssembler):
                 for index in sorted(self._blocks)
                 for part in block_parts(self._blocks[index].whole(), f"content[{index}]")
             ]
-            note = self._pieces.note()
+            note = self.kept.note()
             if note is not None:
                 parts.append(note)
             self.answer.messages.append(Message(self._role, parts, "content"))

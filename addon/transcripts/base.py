@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -16,6 +16,9 @@ from .model import Answer, Conversation, Message, Part, Usage
 
 # An answer is assembled for people to read; past this much text per message the rest is counted, not kept.
 MAX_ASSEMBLED_CHARS = 4 * 1024 * 1024
+# What a request's conversation is read to: past it, one message says how many more the body holds.
+MAX_TRANSCRIBED_ITEMS = 100_000
+T = TypeVar("T")
 
 
 class Transcriber(Protocol):
@@ -81,22 +84,28 @@ class ListTranscriber:
             conversation.messages.append(self.lone_item(items))
         elif isinstance(items, list):
             key, read = self.items_key, self.message
+            shown = items[:MAX_TRANSCRIBED_ITEMS]
             if memo is None:
-                conversation.messages += [read(item, f"{key}[{i}]") for i, item in enumerate(items)]
+                conversation.messages += [read(item, f"{key}[{i}]") for i, item in enumerate(shown)]
             else:
-                conversation.messages += [memo.get(item, f"{key}[{i}]", read) for i, item in enumerate(items)]
+                conversation.messages += [memo.get(item, f"{key}[{i}]", read) for i, item in enumerate(shown)]
+            if len(items) > len(shown):
+                more = Part("other", text=f"{len(items) - len(shown):,} more items, not read here", field="cut")
+                conversation.messages.append(Message("?", [more], f"{key}[{len(shown)}:]"))
         return conversation
 
 
-class TextBudget:
-    """The text one answer streams, kept in pieces (joined once, at the end) up to MAX_ASSEMBLED_CHARS in all: past
-    it the rest is counted, not kept, and `note` says how much."""
+class AnswerLimits:
+    """What the assembly of one answer keeps: its streamed text in pieces (joined once, at the end) up to
+    MAX_ASSEMBLED_CHARS in all, and so many entries of each kind (choices, candidates, items, tool calls). Past
+    either the rest is counted, not kept, and `note` says how much."""
 
-    __slots__ = ("kept", "dropped")
+    __slots__ = ("kept", "dropped", "entries_left_out")
 
     def __init__(self) -> None:
         self.kept = 0
         self.dropped = 0
+        self.entries_left_out = 0
 
     def add(self, pieces: list[str], piece: str) -> None:
         if self.kept + len(piece) <= MAX_ASSEMBLED_CHARS:
@@ -105,10 +114,23 @@ class TextBudget:
         else:
             self.dropped += len(piece)
 
+    def slot(self, slots: dict[Any, T], key: Any, make: Callable[[], T], limit: int) -> T | None:
+        """The entry of `slots` under `key`, made when new; None once `slots` holds `limit` (counted)."""
+        found = slots.get(key)
+        if found is None:
+            if len(slots) >= limit:
+                self.entries_left_out += 1
+                return None
+            found = slots[key] = make()
+        return found
+
     def note(self) -> Part | None:
-        if not self.dropped:
-            return None
-        return Part("other", text=f"{self.dropped:,} more characters streamed, not kept here", field="cut")
+        said = []
+        if self.dropped:
+            said.append(f"{self.dropped:,} more characters streamed")
+        if self.entries_left_out:
+            said.append(f"{self.entries_left_out:,} pieces of the answer past its bounds (choices, items, calls)")
+        return Part("other", text="; ".join(said) + ", not kept here", field="cut") if said else None
 
 
 class AnswerAssembler:
@@ -125,6 +147,7 @@ class AnswerAssembler:
     def __init__(self) -> None:
         self.budget = Budget()
         self.answer = Answer()
+        self.kept = AnswerLimits()
 
     def feed_event(self, event: SSEEvent) -> None:
         self.answer.streamed = True

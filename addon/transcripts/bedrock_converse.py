@@ -20,7 +20,6 @@ from ..limits import MAX_CONTENT_BLOCKS
 from .base import (
     AnswerAssembler,
     ListTranscriber,
-    TextBudget,
     as_str,
     block_list_message,
     block_list_parts,
@@ -211,7 +210,6 @@ class ConverseAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._blocks: dict[int, _Block] = {}
-        self._pieces = TextBudget()
         self._role = "assistant"
         self._started = False  # a stream's messageStart (or any block) seen
 
@@ -253,15 +251,15 @@ class ConverseAssembler(AnswerAssembler):
                 block.tool_use = member[TOOL_USE]
             return
         if isinstance(member.get("text"), str):
-            self._pieces.add(block.pieces.setdefault("text", []), member["text"])
+            self.kept.add(block.pieces.setdefault("text", []), member["text"])
         reasoning = member.get(REASONING)
         if isinstance(reasoning, dict):
             for key, field in _DELTA_MEMBERS:
                 if isinstance(reasoning.get(key), str):
-                    self._pieces.add(block.pieces.setdefault(field, []), reasoning[key])
+                    self.kept.add(block.pieces.setdefault(field, []), reasoning[key])
         use = member.get(TOOL_USE)
         if isinstance(use, dict) and isinstance(use.get("input"), str):
-            self._pieces.add(block.pieces.setdefault("input", []), use["input"])
+            self.kept.add(block.pieces.setdefault("input", []), use["input"])
 
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
@@ -286,7 +284,7 @@ class ConverseAssembler(AnswerAssembler):
                 for index in sorted(self._blocks)
                 for part in self._blocks[index].parts(f"{where}.content[{index}]")
             ]
-            note = self._pieces.note()
+            note = self.kept.note()
             if note is not None:
                 parts.append(note)
             self.answer.messages.append(Message(self._role, parts, where))

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats.chat_fields import DIALECT_FIELDS, THINK_CLOSE, THINK_OPEN
-from .base import AnswerAssembler, ListTranscriber, TextBudget, other, text_of, usage_from
+from ..limits import MAX_CHOICES, MAX_CONTENT_BLOCKS, MAX_TOOL_CALLS
+from .base import AnswerAssembler, AnswerLimits, ListTranscriber, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
 WIRE_FORMAT = "chat_completions"
@@ -168,8 +169,8 @@ def chat_usage(usage: Any) -> Usage:
 class _Choice:
     """One choice's deltas, joined at the end: a 2,000-event answer is 2,000 pieces, joined once."""
 
-    def __init__(self, budget: TextBudget) -> None:
-        self.budget = budget
+    def __init__(self, kept: AnswerLimits) -> None:
+        self.kept = kept
         self.role = "assistant"
         self.pieces: dict[str, list[str]] = {}  # field ("content", "reasoning_content", ...) -> its pieces
         self.details: dict[int, dict[str, list[str]]] = {}
@@ -179,37 +180,41 @@ class _Choice:
         for name in ("content", *READABLE_FIELDS, *OPAQUE_FIELDS):
             value = delta.get(name)
             if isinstance(value, str) and value:
-                self.budget.add(self.pieces.setdefault(name, []), value)
+                self.kept.add(self.pieces.setdefault(name, []), value)
             elif name == "content" and isinstance(value, list):  # Mistral's chunks in a stream
                 for chunk in value:
                     if not isinstance(chunk, dict):
                         continue
                     if chunk.get("type") == "text":
-                        self.budget.add(self.pieces.setdefault("content", []), text_of(chunk.get("text")))
+                        self.kept.add(self.pieces.setdefault("content", []), text_of(chunk.get("text")))
                     elif chunk.get("type") == "thinking" and isinstance(chunk.get("thinking"), list):
                         texts = [text_of(c.get("text")) for c in chunk["thinking"] if isinstance(c, dict)]
-                        self.budget.add(self.pieces.setdefault("thinking", []), "".join(texts))
+                        self.kept.add(self.pieces.setdefault("thinking", []), "".join(texts))
         details = delta.get("reasoning_details")
         for position, entry in enumerate(details if isinstance(details, list) else []):
             if isinstance(entry, dict):
                 index = entry.get("index") if isinstance(entry.get("index"), int) else position
-                slot = self.details.setdefault(index, {})
+                slot = self.kept.slot(self.details, index, dict, MAX_CONTENT_BLOCKS)
+                if slot is None:
+                    continue
                 for key in ("text", "summary", "signature", "data"):
                     if isinstance(entry.get(key), str) and entry[key]:
-                        self.budget.add(slot.setdefault(key, []), entry[key])
+                        self.kept.add(slot.setdefault(key, []), entry[key])
         calls = delta.get("tool_calls")
         for call in calls if isinstance(calls, list) else []:
             if not isinstance(call, dict):
                 continue
             index = call.get("index") if isinstance(call.get("index"), int) else len(self.calls)
-            slot = self.calls.setdefault(index, {"arguments": []})
+            slot = self.kept.slot(self.calls, index, lambda: {"arguments": []}, MAX_TOOL_CALLS)
+            if slot is None:
+                continue
             if isinstance(call.get("id"), str):
                 slot["id"] = call["id"]
             function = call.get("function") if isinstance(call.get("function"), dict) else {}
             if isinstance(function.get("name"), str):
                 slot["name"] = function["name"]
             if isinstance(function.get("arguments"), str):
-                self.budget.add(slot["arguments"], function["arguments"])
+                self.kept.add(slot["arguments"], function["arguments"])
             if isinstance(call.get("extra_content"), dict):
                 slot["extra_content"] = call["extra_content"]
 
@@ -237,16 +242,10 @@ class _Choice:
         return result
 
 
-def _choices(doc: dict[str, Any]) -> list[Any]:
-    choices = doc.get("choices")
-    return choices if isinstance(choices, list) else []
-
-
 class ChatAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._choices: dict[int, _Choice] = {}
-        self._texts = TextBudget()
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         answer = self.answer
@@ -256,13 +255,13 @@ class ChatAssembler(AnswerAssembler):
             answer.usage = chat_usage(payload["usage"])
         if isinstance(payload.get("error"), dict):
             answer.problem = text_of(payload["error"].get("message") or payload["error"])
-        for position, choice in enumerate(_choices(payload)):
+        for position, choice in enumerate(self._choice_list(payload)):
             if not isinstance(choice, dict):
                 continue
             index = choice.get("index") if isinstance(choice.get("index"), int) else position
-            state = self._choices.get(index)
+            state = self.kept.slot(self._choices, index, lambda: _Choice(self.kept), MAX_CHOICES)
             if state is None:
-                state = self._choices[index] = _Choice(self._texts)
+                continue
             delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
             state.add(delta)
             if isinstance(choice.get("finish_reason"), str):
@@ -272,18 +271,25 @@ class ChatAssembler(AnswerAssembler):
         answer = self.answer
         answer.model = doc.get("model") if isinstance(doc.get("model"), str) else None
         answer.usage = chat_usage(doc.get("usage"))
-        for position, choice in enumerate(_choices(doc)):
+        for position, choice in enumerate(self._choice_list(doc)):
             if not isinstance(choice, dict):
                 continue
             answer.messages.append(message_of(choice.get("message"), f"choices[{position}]"))
             if isinstance(choice.get("finish_reason"), str):
                 answer.finish = choice["finish_reason"]
 
+    def _choice_list(self, doc: dict[str, Any]) -> list[Any]:
+        choices = doc.get("choices")
+        if not isinstance(choices, list):
+            return []
+        self.kept.entries_left_out += max(0, len(choices) - MAX_CHOICES)
+        return choices[:MAX_CHOICES]
+
     def finish(self) -> Answer:
         for index in sorted(self._choices):
             self.answer.messages.append(self._choices[index].message(f"choices[{index}]"))
         self._choices.clear()
-        note = self._texts.note()
+        note = self.kept.note()
         if note is not None and self.answer.messages:
             self.answer.messages[-1].parts.append(note)
         return self.answer

@@ -26,6 +26,7 @@ from ..formats.gemini import (
     function_call,
     path_model,
 )
+from ..limits import MAX_CHOICES
 from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, merge_usage, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
@@ -271,8 +272,10 @@ class GeminiAssembler(AnswerAssembler):
 
     def _candidate_list(self, doc: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
         candidates = doc.get("candidates")
+        candidates = candidates if isinstance(candidates, list) else []
+        self.kept.entries_left_out += max(0, len(candidates) - MAX_CHOICES)
         found = []
-        for position, candidate in enumerate(candidates if isinstance(candidates, list) else []):
+        for position, candidate in enumerate(candidates[:MAX_CHOICES]):
             if not isinstance(candidate, dict):
                 continue
             found.append((_index(candidate.get("index"), position), candidate))
@@ -283,9 +286,9 @@ class GeminiAssembler(AnswerAssembler):
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         self._common(payload)
         for index, candidate in self._candidate_list(payload):
-            state = self._candidates.get(index)
+            state = self.kept.slot(self._candidates, index, _Candidate, MAX_CHOICES)
             if state is None:
-                state = self._candidates[index] = _Candidate()
+                continue
             content = candidate.get("content")
             if not isinstance(content, dict):
                 continue
@@ -310,6 +313,9 @@ class GeminiAssembler(AnswerAssembler):
     def finish(self) -> Answer:
         for index in sorted(self._candidates):
             self.answer.messages.append(self._candidates[index].message(f"candidates[{index}]"))
+        note = self.kept.note()
+        if note is not None:
+            self.answer.messages.append(Message("?", [note], "candidates"))
         self._candidates.clear()
         return self.answer
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..dialects.openai import deployment_model
 from ..formats.responses import NAME
+from ..limits import MAX_CONTENT_BLOCKS
 from .base import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, as_str, other, text_of, usage_from
 from .model import Answer, Conversation, Message, Part, Usage
 
@@ -250,6 +251,7 @@ class ResponsesAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
         self._items: dict[int, _Item] = {}
+        self._highest = -1  # the highest output index so far: an item without one comes after it
         self._by_id: dict[str, int] = {}
         self._final: list[Any] | None = None  # the terminal response's output, when it had one
 
@@ -259,14 +261,15 @@ class ResponsesAssembler(AnswerAssembler):
         item_id = item_id or as_str(payload.get("item_id"))
         if index is None:
             if item_id is not None:
-                index = self._by_id.get(item_id, max(self._items, default=-1) + 1)
+                index = self._by_id.get(item_id, self._highest + 1)
             else:
-                index = max(self._items, default=0)
-        if item_id is not None:
-            self._by_id.setdefault(item_id, index)
-        slot = self._items.get(index)
+                index = max(self._highest, 0)
+        slot = self.kept.slot(self._items, index, _Item, MAX_CONTENT_BLOCKS)
         if slot is None:
-            slot = self._items[index] = _Item()
+            return _Item()  # past the bound: read, not kept
+        self._highest = max(self._highest, index)
+        if item_id is not None and len(self._by_id) < MAX_CONTENT_BLOCKS:
+            self._by_id.setdefault(item_id, index)
         return slot
 
     def _response(self, response: Any) -> None:
@@ -323,13 +326,8 @@ class ResponsesAssembler(AnswerAssembler):
         elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             self._item(payload).arguments.add(delta)
 
-    @staticmethod
-    def _pieces(slots: dict[int, _Pieces], index: Any) -> _Pieces:
-        key = _index(index) or 0
-        found = slots.get(key)
-        if found is None:
-            found = slots[key] = _Pieces()
-        return found
+    def _pieces(self, slots: dict[int, _Pieces], index: Any) -> _Pieces:
+        return self.kept.slot(slots, _index(index) or 0, _Pieces, MAX_CONTENT_BLOCKS) or _Pieces()
 
     def document(self, doc: dict[str, Any]) -> None:
         self._response(doc)
@@ -347,6 +345,9 @@ class ResponsesAssembler(AnswerAssembler):
         else:
             for index in sorted(self._items):
                 self.answer.messages.append(self._items[index].message(f"output[{index}]"))
+        note = self.kept.note()
+        if note is not None:
+            self.answer.messages.append(Message("?", [note], "output"))
         self._items.clear()
         self._final = None
         return self.answer

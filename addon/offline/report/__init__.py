@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ... import jsoncodec
 from ...redact import redact_text
 from ...transcripts import MessageMemo
 from ..check import checked_exchanges
@@ -64,7 +65,7 @@ def write_report(path: Path, out: Path, *, include_opaque: bool = False, title: 
                 bare = _bare(turn.number, turn.flow_id, turn.url, turn.wire_format, e)
                 bare.conversation = turn.conversation
                 data.add_turn(bare)
-    title = title or f"LLM traffic: {path.name}"
+    title = redact_text(jsoncodec.valid_text(title or f"LLM traffic: {path.name}"))
     page = write_page(data.document(title, path.name), title)
     out.write_bytes(page)
     return Written(len(turns), len(conversations), len(data.messages.rows), len(page), time.perf_counter() - started)

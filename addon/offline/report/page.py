@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import datetime
 import html
+import json
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 import orjson
 
-from ... import __version__, formats
+from ... import __version__, formats, jsoncodec
 from ...redact import redact_json, redact_text
 from ...transcripts.model import Answer, Message, Part, Usage
 from ..fixtures import opaque_values
@@ -41,7 +42,7 @@ class _Table:
     index: dict[bytes, int] = field(default_factory=dict)
 
     def add(self, value: Any) -> int:
-        data = orjson.dumps(value)
+        data = _dumps(value)
         found = self.index.get(data)
         if found is None:
             found = self.index[data] = len(self.rows)
@@ -69,7 +70,7 @@ class ReportData:
             return text
         done = self._texts.get(text)
         if done is None:
-            done = self._texts[text] = redact_text(text)
+            done = self._texts[text] = redact_text(jsoncodec.valid_text(text))
             if len(self._texts) > 200_000:
                 self._texts.clear()
         return done
@@ -161,10 +162,10 @@ class ReportData:
         entry: dict[str, Any] = {
             "n": turn.number,
             "c": turn.conversation,
-            "fid": turn.flow_id,
+            "fid": self._text(turn.flow_id),
             "meth": turn.method,
             "u": self._text(turn.url),
-            "fmt": turn.wire_format,
+            "fmt": self._text(turn.wire_format),
             "model": self._text(turn.model),
             "st": turn.status,
             "live": turn.live_repaired,
@@ -183,7 +184,7 @@ class ReportData:
             "remaining": self._strings(turn.remaining),
             "unreadable": self._text(turn.unreadable),
             "tm": {
-                "start": turn.timings.started,
+                "start": self._text(turn.timings.started),
                 "ttfb": turn.timings.first_byte_ms,
                 "total": turn.timings.total_ms,
                 "addon": turn.timings.addon_ms,
@@ -201,28 +202,28 @@ class ReportData:
                 "dropped": since.removed,
                 "msgs": [self.message(m) for m in changed],
             }
-        self.turns.append(orjson.dumps(entry))
+        self.turns.append(_dumps(entry))
 
     def add_conversation(self, number: int, turns: list[Turn]) -> None:
         first = turns[0]
         title = ""
         if first.client_sent is not None:
             user = next((m for m in first.client_sent.messages if m.role == "user"), None)
-            title = " ".join(p.text for p in user.parts if p.kind == "text")[:160] if user else ""
+            title = " ".join(p.text for p in user.parts if p.kind == "text") if user else ""
         self.conversations.append(
             {
                 "n": number,
                 "turns": [t.number for t in turns],
                 "models": sorted({self._text(t.model) for t in turns if t.model}),
-                "title": self._text(title),
+                "title": (self._text(title) or "")[:160],  # cut once redacted: a cut key is not recognised
             }
         )
 
     def document(self, title: str, source: str) -> bytes:
-        head = orjson.dumps(
+        head = _dumps(
             {
                 "title": title,
-                "source": source,
+                "source": self._text(source),
                 "generated": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 "version": __version__,
                 "opaque": self.include_opaque,
@@ -245,6 +246,15 @@ class ReportData:
         )
 
 
+def _dumps(value: Any) -> bytes:
+    """JSON for the page. orjson refuses a lone surrogate (in a redacted document, say): the standard library
+    writes it escaped, which the browser reads."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+
+
 def _usage(usage: Usage) -> dict[str, int] | None:
     if not usage:
         return None
@@ -260,9 +270,9 @@ def _diagnosis(turn: Turn, text) -> dict[str, Any] | None:
     if d is None:
         return None
     return {
-        "rule": d.rule,
+        "rule": text(d.rule),
         "summary": text(d.summary),
-        "provider": d.provider,
+        "provider": text(d.provider),
         "field": text(d.field),
         "message": text(d.message),
         "cause": text(d.cause),
