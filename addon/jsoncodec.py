@@ -119,7 +119,7 @@ class NotWritable(ValueError):
 
 def _exact_float(text: str) -> Any:
     value = float(text)
-    return value if _REQUEST_ENCODER.encode(value) == text.encode() else ExactNumber(text)
+    return value if REQUEST_ENCODER.encode(value) == text.encode() else ExactNumber(text)
 
 
 def _exact_int(text: str) -> Any:
@@ -134,7 +134,7 @@ def _raw_number(value: Any) -> Any:
 
 
 _REQUEST_DECODER = msgspec.json.Decoder(float_hook=_exact_float)
-_REQUEST_ENCODER = msgspec.json.Encoder(enc_hook=_raw_number)
+REQUEST_ENCODER = msgspec.json.Encoder(enc_hook=_raw_number)
 # Every fast parser reads "-0" as the integer 0: a body with one takes the standard library's path.
 _NEGATIVE_ZERO = re.compile(rb"-0(?![\d.eE])")
 
@@ -171,7 +171,7 @@ def loads_exact(data: bytes | bytearray) -> Any:
 def dumps_request(doc: Any) -> bytes:
     """A request body read with `loads_exact`, written back compactly: key order, strings and numbers exact."""
     try:
-        return _REQUEST_ENCODER.encode(doc)
+        return REQUEST_ENCODER.encode(doc)
     except (TypeError, UnicodeEncodeError):
         pass
     # msgspec refuses lone surrogates, which the standard library writes as escapes.

@@ -124,3 +124,11 @@ def cut_text(text: str, keep: int) -> str:
 
 def bounded_name(name: str | None) -> str | None:
     return cut_text(name, MAX_NAME_CHARS - 48) if name is not None and len(name) > MAX_NAME_CHARS else name
+
+
+# Requests the proxy remembers so that the next turn of their conversation is read from where they ended (see
+# addon/history.py), in all and per scope and route, and the bytes they may hold (each keeps the body the client
+# sent, and the one sent on when it was repaired): past either, the longest-idle conversation's turn is read whole.
+MAX_HISTORIES = 256
+MAX_HISTORIES_PER_ROUTE = 16
+MAX_HISTORY_BYTES = 128 * MiB

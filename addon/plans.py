@@ -5,9 +5,16 @@ request and its answer) can import it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from .formats import CacheView, RepairContext
+from mitmproxy import http
+
+from .cache import ReasoningStore
+from .formats import CacheView, RepairContext, WireFormat
+from .formats.base import usable_keys
+from .provenance import Origin, foreign_lookup
 from .records import RepairAction
+from .scope import Scope
 
 # Actions that put cached state into a request: the ones a provider can refuse the value of.
 INSERTING = ("restored", "inserted", "id_restored")
@@ -39,3 +46,36 @@ class RepairPlan:
             for r in self.cache.used
             if r.response_id in used
         ]
+
+
+def plan_repair(
+    wire_format: WireFormat,
+    request: http.Request,
+    doc: Any,
+    model: str | None,
+    store: ReasoningStore,
+    placeholder: str,
+    scope: Scope,
+    *,
+    by_content: bool = True,
+    remove_foreign: bool = False,
+    restore: bool = True,
+    named_account: bool = False,
+) -> RepairPlan:
+    """Repairs a parsed request body in place from the cache, as the proxy does in flight.
+
+    `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
+    takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
+    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
+    the caller's credential names its account (`provenance.Origin.named`)."""
+    scope_name = str(scope)
+    context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
+    removed: list[RepairAction] = []
+    kept: list[tuple[int, str]] = []
+    if remove_foreign:
+        removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model, named_account)))
+    if not restore:
+        return RepairPlan(removed, CacheView({}, model), context, kept)
+    keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
+    cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
+    return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)

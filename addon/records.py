@@ -244,16 +244,43 @@ class Violation(BaseModel):
 
 def summarize_actions(actions: list[RepairAction], *, detail: int = 6) -> str:
     """The repairs of one request for a person: each described, or grouped when there are many."""
-    if len(actions) <= detail:
-        return "; ".join(action.describe() for action in actions)
-    groups: dict[tuple[str, tuple[str, ...]], list[RepairAction]] = {}
-    for action in actions:
-        groups.setdefault((action.kind, tuple(action.fields)), []).append(action)
-    parts = []
-    for same in groups.values():
-        if len(same) == 1:
-            parts.append(same[0].describe())
-            continue
-        first = replace(same[0], tool_call_id=None, location=f"{len(same)} places")
-        parts.append(f"{first.describe()} ({same[0].location} … {same[-1].location})")
-    return "; ".join(parts)
+    return ActionTally(detail).add(actions).describe()
+
+
+class ActionTally:
+    """What `summarize_actions` says of a list of repairs, kept so that repairs added to the end (a later turn's)
+    cost what they add: the first few, and per kind and fields the count, first and last."""
+
+    __slots__ = ("detail", "first", "count", "groups")
+
+    def __init__(self, detail: int = 6) -> None:
+        self.detail = detail
+        self.first: list[RepairAction] = []
+        self.count = 0
+        self.groups: dict[tuple[str, tuple[str, ...]], list[Any]] = {}  # [count, first, last]
+
+    def add(self, actions: list[RepairAction]) -> ActionTally:
+        """This tally with `actions` added at the end (in place: a turn's tally is the next turn's start)."""
+        self.first += actions[: self.detail + 1 - len(self.first)]
+        self.count += len(actions)
+        groups = self.groups
+        for action in actions:
+            group = groups.get((action.kind, tuple(action.fields)))
+            if group is None:
+                groups[(action.kind, tuple(action.fields))] = [1, action, action]
+            else:
+                group[0] += 1
+                group[2] = action
+        return self
+
+    def describe(self) -> str:
+        if self.count <= self.detail:
+            return "; ".join(action.describe() for action in self.first)
+        parts = []
+        for count, first, last in self.groups.values():
+            if count == 1:
+                parts.append(first.describe())
+                continue
+            grouped = replace(first, tool_call_id=None, location=f"{count} places")
+            parts.append(f"{grouped.describe()} ({first.location} … {last.location})")
+        return "; ".join(parts)

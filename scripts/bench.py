@@ -37,8 +37,8 @@ from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
 from llm_reasoning_proxy.events import Repaired, fit_line, loggable_actions  # noqa: E402
 from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse  # noqa: E402
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
-from llm_reasoning_proxy.hooks.repair import plan_repair  # noqa: E402
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap  # noqa: E402
+from llm_reasoning_proxy.plans import plan_repair  # noqa: E402
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
 from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
 from llm_reasoning_proxy.scope import credential_fingerprint, request_scope  # noqa: E402

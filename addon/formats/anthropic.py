@@ -33,6 +33,7 @@ from .base import (
     CacheView,
     CallHit,
     RepairContext,
+    ResumeRules,
     Routed,
     SignedBlocks,
     assistant_blocks,
@@ -301,6 +302,14 @@ def _has_tool_result(message: Any) -> bool:
     )
 
 
+def _opens_turn(message: Any) -> bool:
+    return not isinstance(message, dict) or (message.get("role") == "user" and not _has_tool_result(message))
+
+
+def _client_input(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") == "user"
+
+
 def current_turn_start(messages: list[Any]) -> int:
     """Where the current tool loop begins (a user turn holding a `tool_result` continues it)."""
     return user_turn_start(messages, _has_tool_result)
@@ -477,6 +486,8 @@ class AnthropicMessages(Routed):
     body_marker = b'"messages"'
     name = NAME
     items_key = "messages"
+    # The current tool loop starts at the last user message without a tool_result; thinking goes back per message.
+    resume = ResumeRules(opens_turn=_opens_turn, ends_input=_client_input)
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"signature", "data"})

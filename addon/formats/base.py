@@ -118,6 +118,21 @@ class RepairContext:
     placeholder: str = "off"
 
 
+@dataclass(frozen=True, slots=True)
+class ResumeRules:
+    """How a format's repair of items added to a remembered request (addon/history.py) can be told to do what a
+    repair of the whole request would: the items before them are read the same whatever comes after, as long as
+    no item opens a new user turn (which ends the current tool loop, and with it what the repair does to the
+    loop's messages) and the remembered request ended in the client's input (a tool result or a prompt), so that no
+    run of model output continues across the join."""
+
+    opens_turn: Callable[[Any], bool]  # a prompt that starts a new turn
+    ends_input: Callable[[Any], bool]  # an item of the client's own (a tool result, a prompt)
+    # The bytes a value inserted by this action is known by, which must not be in the earlier items (a Responses
+    # reasoning item goes in once per request).
+    unique: Callable[[RepairAction], list[bytes]] = lambda action: []
+
+
 class ResponseReader(Protocol):
     """Collects the reasoning of one response, from SSE events or from a whole body.
 
@@ -157,6 +172,7 @@ class Routed:
     nothing else is ever decoded) whose body holds its marker."""
 
     body_marker: bytes
+    resume: ResumeRules | None = None  # formats without it read every request whole
 
     def route(self, path: str) -> bool:
         raise NotImplementedError
@@ -206,6 +222,8 @@ class WireFormat(Protocol):
 
     # The key of the body's top-level list: what the places of errors, findings and repairs index ("messages[3]").
     items_key: str
+    # How a request that adds items to a remembered one is repaired from where that one ended (None: read whole).
+    resume: ResumeRules | None
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         """(id, name, arguments) of the tool calls in the top-level item at `index`, read as the repair reads them,

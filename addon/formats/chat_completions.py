@@ -30,7 +30,17 @@ from ..limits import MAX_CHOICES, Budget, Parts
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation
 from ..sse_parser import SSEEvent
-from .base import CacheView, CallHit, RepairContext, Routed, body_model, call_lookup_keys, event_documents, item_at
+from .base import (
+    CacheView,
+    CallHit,
+    RepairContext,
+    ResumeRules,
+    Routed,
+    body_model,
+    call_lookup_keys,
+    event_documents,
+    item_at,
+)
 from .chat_fields import (
     CALL_FIELDS,
     DETAILS_FIELD,
@@ -509,10 +519,23 @@ def remove_foreign_values(
     return actions, kept
 
 
+def _opens_turn(message: Any) -> bool:
+    return not isinstance(message, dict) or message.get("role") == "user"
+
+
+def _client_input(message: Any) -> bool:
+    return isinstance(message, dict) and message.get("role") in _CLIENT_ROLES
+
+
+_CLIENT_ROLES = frozenset({"user", "tool", "function", "system", "developer"})
+
+
 class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
     items_key = "messages"
+    # The current tool loop starts after the last user message; a split turn is two assistant messages in a row.
+    resume = ResumeRules(opens_turn=_opens_turn, ends_input=_client_input)
     # Readable text, logged as such (Mistral's thinking chunks as their JSON).
     text_fields = frozenset({"reasoning_text", "reasoning_content", THINKING_FIELD, THINK_FIELD})
     # DeepSeek, Kimi, GLM and Qwen read reasoning_content as text (DeepSeek takes "" too), MiniMax its <think> block;

@@ -33,7 +33,7 @@ from ..limits import Budget
 from ..provenance import ForeignLookup
 from ..records import ReasoningRecord, RepairAction, ToolCallRef, Violation, arguments_digest, canonical_arguments
 from ..sse_parser import SSEEvent
-from .base import CacheView, RepairContext, Routed, body_model, call_lookup_keys, item_at
+from .base import CacheView, RepairContext, ResumeRules, Routed, body_model, call_lookup_keys, item_at
 
 NAME = "openai_responses"
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
@@ -462,10 +462,21 @@ def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[Repai
     return actions
 
 
+def _inserted_reasoning(action: RepairAction) -> list[bytes]:
+    """The quoted rs_ id of a reasoning item a repair inserted: `insert_missing` puts each in once per request."""
+    if action.kind != "inserted":
+        return []
+    return [jsoncodec.dumps(name.removeprefix("reasoning ")) for name in action.fields]
+
+
 class Responses(Routed):
     body_marker = b'"input"'
     name = NAME
     items_key = "input"
+    # A reasoning item goes before the run of model output it produced, which a tool's output or a message of the
+    # client's ends.
+    resume = ResumeRules(opens_turn=lambda item: not isinstance(item, dict), ends_input=is_input_side,
+                         unique=_inserted_reasoning)  # fmt: skip
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"encrypted_content"})

@@ -227,6 +227,8 @@ class ErrorExplainer:
         if flow.response.status_code < 400:
             self.runtime.recall_plan(flow.id)  # only an error answer is explained with it: forget it
             return
+        # The next turn is read whole: what was remembered may be what the provider refused, or depend on it.
+        self.runtime.history.forget_scope(meta.get("scope", ""))
         with fail_open(flow.id, "error diagnosis", self.runtime.events):
             self._explain(flow, meta)
 

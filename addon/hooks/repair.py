@@ -8,60 +8,26 @@ from typing import Any
 from mitmproxy import http
 
 from .. import compat, dialects, formats, jsoncodec, repair_log
-from ..cache import ReasoningStore, StoreUnavailable
+from ..cache import StoreUnavailable
 from ..decoding import Undecodable, message_body
 from ..events import Repaired, loggable_actions
-from ..formats import CacheView, RepairContext, WireFormat
-from ..formats.base import usable_keys
+from ..formats import RepairContext, WireFormat
 from ..limits import MAX_DECODED_BYTES, bounded_name
 from ..plans import INSERTING as INSERTING  # offline.py takes it from here
 from ..plans import RepairPlan
-from ..provenance import Origin, foreign_lookup
-from ..records import RepairAction, display_call_id, summarize_actions
+from ..records import ActionTally, RepairAction, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
-from ..scope import Scope, caller_identity, scope_of
+from ..scope import caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
 from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip
 from .failopen import fail_open
+from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
 
 # Most (host, kind of credential) pairs the proxy says once that their scope ends when the credential rotates.
 _ROTATING_NOTED = 256
-
-
-def plan_repair(
-    wire_format: WireFormat,
-    request: http.Request,
-    doc: Any,
-    model: str | None,
-    store: ReasoningStore,
-    placeholder: str,
-    scope: Scope,
-    *,
-    by_content: bool = True,
-    remove_foreign: bool = False,
-    restore: bool = True,
-    named_account: bool = False,
-) -> RepairPlan:
-    """Repairs a parsed request body in place from the cache, as the proxy does in flight.
-
-    `by_content` allows the name-and-arguments fallback (see `formats.base.usable_keys`); `remove_foreign` first
-    takes out the signed values the proxy saw issued for another origin (addon/provenance.py); without `restore`
-    that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
-    the caller's credential names its account (`provenance.Origin.named`)."""
-    scope_name = str(scope)
-    context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
-    removed: list[RepairAction] = []
-    kept: list[tuple[int, str]] = []
-    if remove_foreign:
-        removed, kept = wire_format.remove_foreign(doc, foreign_lookup(store, Origin(scope_name, model, named_account)))
-    if not restore:
-        return RepairPlan(removed, CacheView({}, model), context, kept)
-    keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
-    cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
-    return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)
 
 
 def silent_provider(context: RepairContext, actions: list[RepairAction]) -> str | None:
@@ -179,39 +145,28 @@ class RequestRepair:
         if identity.derived:  # capture files the answer's values under a scope that names its account
             meta["named_account"] = True
         flow.metadata[META] = meta
-        remove_foreign = settings.remove_foreign
-        restore = wire_format.may_need_repair(body)
-        if not restore and not (remove_foreign and may_hold_foreign(wire_format, body)):
-            # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
-            meta["request_model"] = request_model(wire_format, request.path, body, None)
-            return
-        try:
-            doc = jsoncodec.loads_exact(body)
-        except ValueError as e:
-            meta["request_model"] = request_model(wire_format, request.path, body, None)
-            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.runtime.events)
-            return
         store = self.runtime.store
         assert store is not None
-        model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
+        reading = Reading(
+            wire_format,
+            request,
+            scope,
+            store,
+            settings.signature_placeholder,
+            by_content,
+            settings.remove_foreign,
+            identity.derived,
+        )
         try:
-            placeholder = settings.signature_placeholder
-            plan = plan_repair(
-                wire_format,
-                request,
-                doc,
-                model,
-                store,
-                placeholder,
-                scope,
-                by_content=by_content,
-                remove_foreign=remove_foreign,
-                restore=restore,
-                named_account=identity.derived,
-            )
+            outcome = resume(self.runtime.history, reading, body) or self._read_whole(flow, meta, reading, body)
         except StoreUnavailable as e:
+            meta.setdefault("request_model", request_model(wire_format, request.path, body, None))
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.runtime.events)
             return
+        if outcome is None:
+            return
+        plan = outcome.plan
+        model = meta["request_model"] = outcome.model
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
             report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.runtime.events)
@@ -231,7 +186,7 @@ class RequestRepair:
         note = f"; {silent_note(silent)}" if silent else ""
         if settings.repair:
             try:
-                repaired = jsoncodec.dumps_request(doc)
+                repaired = outcome.sent if outcome.sent is not None else jsoncodec.dumps_request(outcome.doc)
             except jsoncodec.NotWritable as e:
                 report_skip(flow, f"request body {e}; forwarded unrepaired", self.runtime.events)
                 return
@@ -239,13 +194,15 @@ class RequestRepair:
                 meta["original_request"] = body
             compat.set_content(request, repaired)
             flow.marked = REPAIR_MARKER
-            add_comment(flow, "llm repaired: " + summarize_actions(actions) + note)
+            add_comment(flow, "llm repaired: " + outcome.tally.describe() + note)
         # Repair off too: an error answer is then explained with what the proxy would have done.
         self.runtime.remember_plan(flow.id, plan)
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
-        logged = self._sort_for_log(str(scope), settings.repair, actions)
+        logged = self._sort_for_log(str(scope), settings.repair, outcome.fresh)
+        for kind, count in outcome.earlier_by_kind.items():  # repairs of earlier turns, logged with those turns
+            logged.again_by_kind[kind] = logged.again_by_kind.get(kind, 0) + count
         self.runtime.events.write(
             Repaired(
                 flow_id=flow.id,
@@ -263,6 +220,31 @@ class RequestRepair:
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s%s", verb, redact_url(request.url), logged.summary(), note)
+
+    def _read_whole(self, flow: http.HTTPFlow, meta: dict[str, Any], reading: Reading, body: bytes) -> Outcome | None:
+        """The outcome of a request read whole (None: nothing to do, or it cannot be read), remembered for the next
+        turn."""
+        wire_format, request = reading.wire_format, reading.request
+        restore = wire_format.may_need_repair(body)
+        if not restore and not (reading.remove_foreign and may_hold_foreign(wire_format, body)):
+            # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
+            meta["request_model"] = request_model(wire_format, request.path, body, None)
+            return None
+        try:
+            doc = jsoncodec.loads_exact(body)
+        except ValueError as e:
+            meta["request_model"] = request_model(wire_format, request.path, body, None)
+            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.runtime.events)
+            return None
+        model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
+        items = doc.get(wire_format.items_key) if isinstance(doc, dict) else None
+        count = len(items) if isinstance(items, list) else 0
+        plan = reading.plan(doc, model, restore=restore)
+        sent = None
+        if restore and isinstance(items, list):
+            sent = remember_whole(self.runtime.history, reading, body, doc, len(items), count, model, plan)
+        data = sent.data if sent is not None else None
+        return Outcome(model, plan, data, ActionTally().add(plan.actions), plan.actions, doc=doc)
 
     def _hold_back(self, flow: http.HTTPFlow, meta: dict[str, Any], plan: RepairPlan, signer: str) -> None:
         """A request that needs repair but whose body a signature covers goes on byte for byte, saying what the

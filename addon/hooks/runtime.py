@@ -13,6 +13,7 @@ from mitmproxy.addonmanager import Loader
 from .. import __version__, compat
 from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
 from ..events import EventLog, Started
+from ..history import HistoryMemory
 from ..plans import RepairPlan
 from ..redact import masked_logger
 from ..settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
@@ -39,6 +40,8 @@ class Runtime:
         # neither belongs in flow metadata (they are not serialisable, and most are never needed).
         self._plans: OrderedDict[str, RepairPlan] = OrderedDict()
         self._keep_bodies: bool | None = None
+        # The last requests of each conversation, so that the next turn is read from where they ended.
+        self.history = HistoryMemory()
 
     @property
     def ready(self) -> bool:
@@ -73,6 +76,7 @@ class Runtime:
         except ValueError as e:
             raise exceptions.OptionsError(str(e)) from e
         previous, self.settings = self.settings, settings
+        self.history.clear()  # what was remembered was made under the settings before
         limits = CacheLimits(settings.cache_max_age, settings.cache_max_entries)
         if previous is None or (previous.cache, previous.cache_max_age, previous.cache_max_entries) != (
             settings.cache,
@@ -104,6 +108,7 @@ class Runtime:
         self.events.write(Started(version=__version__, runtime=compat.runtime(), settings=settings.loggable()))
 
     def done(self) -> None:
+        self.history.clear()
         if self.store is not None:
             self.store.close()
             self.store = None

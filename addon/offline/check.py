@@ -23,9 +23,10 @@ from ..diagnosis import Diagnosis, classify
 from ..event_stream import is_aws_event_stream
 from ..formats import RepairContext, WireFormat
 from ..hooks.capture import remember_issuer
-from ..hooks.repair import INSERTING, UnreadableBody, claim_request, plan_repair, request_model, silent_provider
+from ..hooks.repair import INSERTING, UnreadableBody, claim_request, request_model, silent_provider
 from ..hooks.response_tap import read_recorded
 from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..plans import plan_repair
 from ..provenance import Origin
 from ..records import ReasoningRecord, RepairAction, Violation, display_call_id
 from ..redact import redact_json, redact_text, redact_url

@@ -1,0 +1,223 @@
+"""What the proxy remembers of each conversation's last request, so that a turn costs what it adds.
+
+A client sends its whole history on every turn: the bytes of turn N are those of turn N-1 with a few items added
+at the end of the body's top-level list (`messages`, `input`, `contents`). The proxy keeps, per scope and route, the
+last requests it read: their bytes, where their list's last item ends, and what it made of them (the repairs, the
+body it sent on). A request that starts with the same bytes up to that point and ends with the same bytes after the
+list is the remembered one plus its new items: only those are parsed, checked and repaired, and the body sent on is
+the remembered one with the new items spliced in, written as a whole document would have been.
+
+The memory is per process and bounded by count and by bytes (`MAX_HISTORIES`, `MAX_HISTORY_BYTES`); a request it
+cannot match costs what it always did, and is remembered for the next turn.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from . import jsoncodec
+from .limits import MAX_HISTORIES, MAX_HISTORIES_PER_ROUTE, MAX_HISTORY_BYTES
+from .records import ActionTally, ReasoningRecord, RepairAction
+
+_TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_SPACE = b" \t\r\n"
+
+
+def _rstrip(body: bytes, end: int) -> int:
+    while end > 0 and body[end - 1] in _SPACE:
+        end -= 1
+    return end
+
+
+def list_bounds(body: bytes, key: str) -> tuple[int, int] | None:
+    """(where the last item of the top-level list `key` ends, where the list's closing bracket is) in a JSON object
+    body; None when the body is not such an object or its bytes after the list cannot be told apart.
+
+    The values after the list are read as raw bytes (not parsed), and matched from the end of the body back."""
+    try:
+        top = _TOP_LEVEL.decode(body)
+    except (msgspec.DecodeError, ValueError, RecursionError):
+        return None
+    names = list(top)
+    if key not in names:
+        return None
+    end = _rstrip(body, len(body))
+    if end == 0 or body[end - 1] != ord("}"):
+        return None
+    end -= 1
+    for name in reversed(names[names.index(key) + 1 :]):
+        for piece in (bytes(top[name]), b":", jsoncodec.dumps(name), b","):
+            end = _rstrip(body, end)
+            if not body.endswith(piece, 0, end):
+                return None  # a key written with escapes, or a key given twice
+            end -= len(piece)
+    close = _rstrip(body, end) - 1
+    if close < 0 or body[close] != ord("]"):
+        return None
+    return _rstrip(body, close), close
+
+
+@dataclass(slots=True)
+class SentBody:
+    """A repaired body as it was sent on, with where each item of its top-level list begins."""
+
+    data: bytes
+    starts: list[int]  # the offset of each item
+    items_end: int  # where the last item ends (the list's closing bracket)
+
+
+_ITEMS_HERE = "\x00llm-items-" + secrets.token_hex(8)  # stands for the list while the rest is written
+
+
+def written_items(items: list[Any]) -> list[bytes] | None:
+    """Each item as `jsoncodec.dumps_request` writes it inside a document; None when one can only be written by the
+    standard library (a lone surrogate), which writes the whole document differently."""
+    try:
+        return [jsoncodec.REQUEST_ENCODER.encode(item) for item in items]
+    except (TypeError, UnicodeEncodeError):
+        return None
+
+
+def write_body(doc: dict[str, Any], key: str) -> SentBody | None:
+    """`doc` written as `jsoncodec.dumps_request` would write it, with where its list's items are."""
+    pieces = written_items(doc[key])
+    if pieces is None:
+        return None
+    try:
+        skeleton = jsoncodec.REQUEST_ENCODER.encode({**doc, key: _ITEMS_HERE})
+    except (TypeError, UnicodeEncodeError):
+        return None
+    marker = jsoncodec.REQUEST_ENCODER.encode(_ITEMS_HERE)
+    at = skeleton.find(marker)
+    return splice(skeleton[:at], pieces, skeleton[at + len(marker) :], [])
+
+
+def splice(head: bytes | memoryview, pieces: list[bytes], tail: bytes | memoryview, starts: list[int]) -> SentBody:
+    """`head` (which ends where the new items go: after the list's opening bracket or an item), the items, and
+    `tail` (from the list's closing bracket on), as one body; `starts` are those of the items in `head`."""
+    opening = bool(starts) or bytes(head[-1:]) == b"["
+    parts: list[bytes | memoryview] = [head] if opening else [head, b"["]
+    starts = list(starts)
+    at = len(head) + (not opening)
+    for position, piece in enumerate(pieces):
+        if position or starts:
+            parts.append(b",")
+            at += 1
+        starts.append(at)
+        parts.append(piece)
+        at += len(piece)
+    parts.append(tail if opening else b"]" + bytes(tail))
+    return SentBody(b"".join(parts), starts, at)
+
+
+def continue_body(sent: SentBody, kept: int, pieces: list[bytes]) -> SentBody:
+    """`sent` with its items from the `kept`-th on replaced by `pieces`."""
+    data = memoryview(sent.data)
+    if kept:
+        cut = sent.starts[kept] - 1 if kept < len(sent.starts) else sent.items_end  # before the item's comma
+    else:
+        cut = sent.starts[0] if sent.starts else sent.items_end  # just after the opening bracket
+    return splice(data[:cut], pieces, data[sent.items_end :], sent.starts[:kept])
+
+
+@dataclass(slots=True)
+class Remembered:
+    """One request as the proxy read it, and what it made of it."""
+
+    body: bytes  # as the client sent it
+    items_end: int  # where the last item of its list ends in `body`
+    tail: bytes  # `body` from the list's closing bracket on
+    count: int  # the items the client sent
+    model: str | None
+    others: dict[str, Any]  # the body's other top-level values, parsed
+    window: list[Any]  # the last item as sent on, parsed: what a repair of the next items may look back at
+    sent_count: int  # the items sent on
+    sent: SentBody | None  # the body sent on, when the proxy changed it; None: sent as the client wrote it
+    actions: list[RepairAction]
+    tally: ActionTally
+    again_by_kind: dict[str, int]  # the repairs of `actions` by kind: all of them were logged by now
+    found: dict[str, ReasoningRecord]
+    used: list[ReasoningRecord]
+    mismatched: dict[str, str | None]
+    pending: list[str] = field(default_factory=list)  # keys the last items found nothing under (yet)
+
+    @property
+    def size(self) -> int:
+        return len(self.body) + (len(self.sent.data) if self.sent is not None else 0)
+
+    def new_items(self, body: bytes) -> bytes | None:
+        """The bytes of the items `body` adds to this request (b"" for none), or None when it is not this request
+        with items added."""
+        end = len(body) - len(self.tail)
+        if end < self.items_end or not body.endswith(self.tail):
+            return None
+        if not body.startswith(memoryview(self.body)[: self.items_end]):
+            return None
+        added = body[self.items_end : end].strip(_SPACE)
+        if not added or not self.count:
+            return added
+        return added[1:] if added[:1] == b"," else None
+
+
+class HistoryMemory:
+    """The last requests of each (scope, route, setting) key, the most recently matched first."""
+
+    def __init__(self, max_entries: int = MAX_HISTORIES, max_bytes: int = MAX_HISTORY_BYTES) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._by_key: OrderedDict[Hashable, list[Remembered]] = OrderedDict()
+        self._count = 0
+        self._bytes = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def clear(self) -> None:
+        self._by_key.clear()
+        self._count = self._bytes = 0
+
+    def match(self, key: Hashable, body: bytes) -> tuple[Remembered, bytes] | None:
+        """The remembered request `body` continues, and the bytes of its new items; it is forgotten (what `body`
+        makes of it is remembered in its place)."""
+        entries = self._by_key.get(key)
+        for position, entry in enumerate(entries or ()):
+            added = entry.new_items(body)
+            if added is not None:
+                del entries[position]  # type: ignore[union-attr]
+                self._count -= 1
+                self._bytes -= entry.size
+                return entry, added
+        return None
+
+    def remember(self, key: Hashable, entry: Remembered) -> None:
+        entries = self._by_key.setdefault(key, [])
+        self._by_key.move_to_end(key)
+        entries.insert(0, entry)
+        self._count += 1
+        self._bytes += entry.size
+        while len(entries) > MAX_HISTORIES_PER_ROUTE:
+            self._drop(entries, -1)
+        while self._by_key and (self._count > self.max_entries or self._bytes > self.max_bytes):
+            oldest_key, oldest = next(iter(self._by_key.items()))
+            self._drop(oldest, -1)
+            if not oldest:
+                del self._by_key[oldest_key]
+
+    def forget_scope(self, scope: str) -> None:
+        """Everything remembered for a scope (keys start with it): a provider refused a request made from it, or
+        the cache dropped what one was repaired from."""
+        for key in [key for key in self._by_key if isinstance(key, tuple) and key[:1] == (scope,)]:
+            for entry in self._by_key.pop(key):
+                self._count -= 1
+                self._bytes -= entry.size
+
+    def _drop(self, entries: list[Remembered], position: int) -> None:
+        entry = entries.pop(position)
+        self._count -= 1
+        self._bytes -= entry.size

@@ -1,0 +1,243 @@
+"""A request read from where the same conversation's last one ended (addon/history.py): what the repair hook does
+with a turn's new items instead of the whole body, and what it remembers of each request for the next turn."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Hashable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from mitmproxy import http
+
+from .. import jsoncodec
+from ..cache import ReasoningStore
+from ..formats import CacheView, WireFormat
+from ..formats.base import call_lookup_keys, usable_keys
+from ..history import HistoryMemory, Remembered, SentBody, continue_body, list_bounds, write_body, written_items
+from ..plans import RepairPlan, plan_repair
+from ..records import ActionTally, RepairAction
+from ..scope import Scope
+
+# Repairs that take items or values out: their places count the items as the client sent them, which a turn read
+# from where the last one ended does not know.
+_REMOVING = frozenset({"removed", "foreign_removed"})
+# The last items whose tool calls are asked again on the next turn when the cache had nothing for them: the answer
+# that made them may have been stored just after the request that carried them was read.
+_RECENT_ITEMS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How a request is read, the same for each turn of a conversation: what the memory is keyed by."""
+
+    wire_format: WireFormat
+    request: http.Request
+    scope: Scope
+    store: ReasoningStore
+    placeholder: str
+    by_content: bool
+    remove_foreign: bool
+    named_account: bool
+
+    @property
+    def key(self) -> Hashable:
+        return (
+            str(self.scope),
+            self.request.path,
+            self.wire_format.name,
+            self.placeholder,
+            self.by_content,
+            self.remove_foreign,
+            self.named_account,
+        )
+
+    def plan(self, doc: Any, model: str | None, *, restore: bool = True) -> RepairPlan:
+        return plan_repair(
+            self.wire_format,
+            self.request,
+            doc,
+            model,
+            self.store,
+            self.placeholder,
+            self.scope,
+            by_content=self.by_content,
+            remove_foreign=self.remove_foreign,
+            restore=restore,
+            named_account=self.named_account,
+        )
+
+
+@dataclass
+class Outcome:
+    """What the repair hook makes of one request."""
+
+    model: str | None
+    plan: RepairPlan  # every repair of the request, the earlier turns' included
+    sent: bytes | None  # the body to send on, when the repair changed it
+    tally: ActionTally  # what the flow comment says of the repairs
+    fresh: list[RepairAction]  # the repairs the event log has not been shown by this conversation
+    earlier_by_kind: dict[str, int] = field(default_factory=dict)  # the others, which it has
+    doc: Any = None  # the parsed body, when it was read whole (written as it always was when `sent` is None)
+
+
+def _pending(reading: Reading, doc: Any, model: str | None, start: int, found: Any) -> list[str]:
+    """The lookup keys of the tool calls in items from `start` on that the cache had nothing for."""
+    wire_format = reading.wire_format
+    items = doc[wire_format.items_key]
+    pending = []
+    for index in range(start, len(items)):
+        for call in wire_format.calls_at(doc, index):
+            keys = usable_keys(call_lookup_keys(model, *call), by_content=reading.by_content)
+            if not any(key in found for key in keys):
+                pending += keys
+    return pending
+
+
+def _by_kind(actions: list[RepairAction], counts: dict[str, int] | None = None) -> dict[str, int]:
+    counts = dict(counts or {})
+    for action in actions:
+        counts[action.kind] = counts.get(action.kind, 0) + 1
+    return counts
+
+
+def remember_whole(
+    memory: HistoryMemory,
+    reading: Reading,
+    body: bytes,
+    doc: Any,
+    sent_count: int,
+    count: int,
+    model: str | None,
+    plan: RepairPlan,
+) -> SentBody | None:
+    """Remembers a request read whole; returns the body to send on when the plan changed it (None: the memory could
+    not write it, and the caller writes it as it always did)."""
+    wire_format = reading.wire_format
+    key = wire_format.items_key
+    if wire_format.resume is None or not isinstance(doc, dict) or not isinstance(doc.get(key), list):
+        return None
+    sent = write_body(doc, key) if plan.actions else None
+    bounds = list_bounds(body, key)
+    if bounds is None or (plan.actions and sent is None):
+        return sent
+    items = doc[key]
+    memory.remember(
+        reading.key,
+        Remembered(
+            body=body,
+            items_end=bounds[0],
+            tail=body[bounds[1] :],
+            count=count,
+            model=model,
+            others={name: value for name, value in doc.items() if name != key},
+            window=items[-1:],
+            sent_count=sent_count,
+            sent=sent,
+            actions=plan.actions,
+            tally=ActionTally().add(plan.actions),
+            again_by_kind=_by_kind(plan.actions),
+            found=dict(plan.cache.found),
+            used=list(plan.cache.used),
+            mismatched=dict(plan.cache.mismatched),
+            pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan.cache.found),
+        ),
+    )
+    return sent
+
+
+def _shifted(action: RepairAction, offset: int, key: str) -> RepairAction | None:
+    """An action on the items of a turn read alone, placed in the whole request."""
+    place = f"{key}[{action.index}]"
+    if not action.location.startswith(place):
+        return None
+    index = action.index + offset
+    return replace(action, index=index, location=f"{key}[{index}]{action.location[len(place) :]}")
+
+
+def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | None:
+    """The outcome of a request that continues a remembered one, from its new items alone; None when there is none
+    to continue, or the new items could change what the repair does to the earlier ones (then it is read whole)."""
+    wire_format = reading.wire_format
+    rules = wire_format.resume
+    if rules is None:
+        return None
+    matched = memory.match(reading.key, body)
+    if matched is None:
+        return None
+    entry, added = matched
+    try:
+        new_items = jsoncodec.loads_exact(b"[" + added + b"]")
+    except ValueError:
+        return None
+    window = entry.window
+    if window and not rules.ends_input(window[-1]):
+        return None
+    if any(rules.opens_turn(item) for item in (*window, *new_items)):
+        return None
+    if "id_restored" in entry.again_by_kind:  # tool results of a renamed call anywhere later are renamed too
+        return None
+    if entry.pending and reading.store.get_many(str(reading.scope), entry.pending):
+        return None  # an answer the earlier turn found nothing for is cached now: read it whole
+    key = wire_format.items_key
+    doc = dict(entry.others)
+    doc[key] = [*copy.deepcopy(window), *new_items]
+    plan = reading.plan(doc, entry.model)
+    if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
+        return None
+    before = memoryview(entry.body)[: entry.items_end]
+    for needle in (needle for action in plan.actions for needle in rules.unique(action)):
+        if needle in before or (entry.sent is not None and needle in entry.sent.data):
+            return None
+    kept = entry.sent_count - len(window)
+    fresh = []
+    for action in plan.actions:
+        placed = _shifted(action, kept, key)
+        if placed is None:
+            return None
+        fresh.append(placed)
+    items = doc[key]
+    actions = entry.actions + fresh if fresh else entry.actions
+    sent = None
+    if actions:
+        pieces = written_items(items)
+        if entry.sent is None or pieces is None:
+            return None  # the earlier items were sent as the client wrote them: the whole body is written once
+        sent = continue_body(entry.sent, kept, pieces)
+    found = {**entry.found, **plan.cache.found} if plan.cache.found else entry.found
+    known = {record.response_id for record in entry.used}
+    used = entry.used + [record for record in plan.cache.used if record.response_id not in known]
+    mismatched = {**entry.mismatched, **plan.cache.mismatched}
+    earlier_by_kind = entry.again_by_kind
+    tally = entry.tally.add(fresh)
+    memory.remember(
+        reading.key,
+        Remembered(
+            body=body,
+            items_end=_end_of_items(body, entry.tail),
+            tail=entry.tail,
+            count=entry.count + len(new_items),
+            model=entry.model,
+            others=entry.others,
+            window=items[-1:],
+            sent_count=kept + len(items),
+            sent=sent,
+            actions=actions,
+            tally=tally,
+            again_by_kind=_by_kind(fresh, earlier_by_kind),
+            found=found,
+            used=used,
+            mismatched=mismatched,
+            pending=_pending(reading, doc, entry.model, len(window), plan.cache.found),
+        ),
+    )
+    context = plan.context
+    whole = RepairPlan(actions, CacheView(found, entry.model, mismatched, used), context)
+    return Outcome(entry.model, whole, sent.data if sent is not None else None, tally, fresh, earlier_by_kind)
+
+
+def _end_of_items(body: bytes, tail: bytes) -> int:
+    end = len(body) - len(tail)
+    while end > 0 and body[end - 1] in b" \t\r\n":
+        end -= 1
+    return end
