@@ -78,4 +78,6 @@ def plan_repair(
         return RepairPlan(removed, CacheView({}, model), context, kept)
     keys = usable_keys(wire_format.lookup_keys(doc, model), by_content=by_content)
     cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
-    return RepairPlan(removed + wire_format.repair(doc, cache, context), cache, context, kept)
+    # In the order of the places they were made at, as a turn's repairs follow the earlier turns' (hooks/resume.py).
+    repairs = sorted(wire_format.repair(doc, cache, context), key=lambda action: action.index)
+    return RepairPlan(removed + repairs, cache, context, kept)

@@ -167,6 +167,8 @@ class RequestRepair:
             return
         plan = outcome.plan
         model = meta["request_model"] = outcome.model
+        if outcome.doc is None:
+            meta["resumed"] = True  # read from where the conversation's last request ended
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
             report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.runtime.events)

@@ -82,14 +82,15 @@ class Outcome:
 
 
 def _pending(reading: Reading, doc: Any, model: str | None, start: int, found: Any) -> list[str]:
-    """The lookup keys of the tool calls in items from `start` on that the cache had nothing for."""
+    """The keys the cache was asked for the tool calls in items from `start` on and had nothing under."""
     wire_format = reading.wire_format
-    items = doc[wire_format.items_key]
+    asked = set(wire_format.lookup_keys(doc, model))  # a format asks only for the calls it may repair
     pending = []
-    for index in range(start, len(items)):
+    for index in range(start, len(doc[wire_format.items_key])):
         for call in wire_format.calls_at(doc, index):
-            keys = usable_keys(call_lookup_keys(model, *call), by_content=reading.by_content)
-            if not any(key in found for key in keys):
+            keys = [key for key in call_lookup_keys(model, *call) if key in asked]
+            keys = usable_keys(keys, by_content=reading.by_content)
+            if keys and not any(key in found for key in keys):
                 pending += keys
     return pending
 

@@ -1,0 +1,256 @@
+"""A turn read from where its conversation's last request ended sends on what reading it whole would: the same
+bytes, the same repairs, the same flow comment, turn after turn, for each format that reads turns that way."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.history import HistoryMemory, list_bounds
+from llm_reasoning_proxy.hooks.annotate import META
+from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.scope import request_scope
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow
+
+from tests.support.addon_context import addon_context
+
+URL = "https://api.example.test"
+HEADERS = {"authorization": "Bearer sk-test-resume", "content-type": "application/json"}
+
+
+@pytest.fixture
+def addons(tmp_path: Any) -> Iterator[tuple[list[Any], taddons.context]]:
+    made = make_addons()
+    with addon_context(*made) as tctx:
+        tctx.configure(made[0], llm_cache=str(tmp_path / "cache.db"), llm_log=str(tmp_path / "events.jsonl"))
+        yield made, tctx
+
+
+def make_flow(path: str, doc: dict[str, Any], *, spaced: bool = True) -> http.HTTPFlow:
+    body = json.dumps(doc).encode() if spaced else json.dumps(doc, separators=(",", ":")).encode()
+    flow = tflow.tflow(req=http.Request.make("POST", URL + path, body, HEADERS))
+    flow.response = None
+    return flow
+
+
+def store(made: list[Any], path: str, record: ReasoningRecord) -> None:
+    scope = request_scope(http.Request.make("POST", URL + path, b"{}", HEADERS))
+    made[0].store.put(str(scope), record.keys(), record)
+
+
+def both_ways(made: list[Any], path: str, doc: dict[str, Any]) -> tuple[http.HTTPFlow, http.HTTPFlow]:
+    """The request as the proxy reads it (from what it remembers), then as it reads it whole (memory empty)."""
+    runtime, repair = made[0], made[1]
+    resumed = make_flow(path, doc)
+    repair.request(resumed)
+    remembered, runtime.history = runtime.history, HistoryMemory()
+    try:
+        whole = make_flow(path, doc)
+        repair.request(whole)
+    finally:
+        runtime.history = remembered
+    return resumed, whole
+
+
+def same(resumed: http.HTTPFlow, whole: http.HTTPFlow, made: list[Any]) -> None:
+    assert resumed.request.content == whole.request.content
+    assert resumed.comment == whole.comment
+    plans = [made[0].recall_plan(flow.id) for flow in (resumed, whole)]
+    assert [p.actions if p else None for p in plans[:1]] == [p.actions if p else None for p in plans[1:]]
+    if plans[0] is not None:
+        assert sorted(e.response_id or "" for e in plans[0].cache_entries()) == sorted(
+            e.response_id or "" for e in plans[1].cache_entries()
+        )
+
+
+def run_session(
+    made: list[Any], path: str, turns: Iterator[dict[str, Any]], before: Callable[[int], None] = lambda turn: None
+) -> list[bool]:
+    """Each turn both ways, compared; whether each was read from memory."""
+    read_from_memory = []
+    for number, doc in enumerate(turns):
+        before(number)
+        resumed, whole = both_ways(made, path, doc)
+        same(resumed, whole, made)
+        read_from_memory.append(bool(resumed.metadata[META].get("resumed")))
+    return read_from_memory
+
+
+# --- chat completions ------------------------------------------------------------------------------------------
+
+
+MODEL = "gpt-5-mini"
+
+
+def chat_call(i: int) -> dict[str, Any]:
+    return {"id": f"call_{i}", "type": "function", "function": {"name": "read", "arguments": f'{{"n": {i}}}'}}
+
+
+def chat_record(i: int) -> ReasoningRecord:
+    call = chat_call(i)
+    return ReasoningRecord(
+        wire_format="chat_completions",
+        request_model=MODEL,
+        response_id=f"r{i}",
+        fields={"reasoning_text": f"thinking {i}", "reasoning_opaque": f"opaque-{i}-" + "x" * 40},
+        tool_calls=[ToolCallRef(id=call["id"], name="read", arguments=call["function"]["arguments"])],
+    )
+
+
+def chat_turns(count: int, *, keep: bool, prompts: tuple[int, ...] = (), split: tuple[int, ...] = ()) -> Iterator[dict]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
+    for i in range(count):
+        if i in prompts:
+            messages.append({"role": "user", "content": f"and now {i}"})
+        assistant: dict[str, Any] = {"role": "assistant", "content": [] if not keep else None}
+        assistant["tool_calls"] = [chat_call(i)]
+        if keep:
+            assistant |= {"reasoning_text": f"thinking {i}", "reasoning_opaque": f"opaque-{i}-" + "x" * 40}
+        if i in split:  # the client sent the turn's text apart from its tool calls
+            messages.append({"role": "assistant", "content": f"Let me read {i}."})
+        messages.append(assistant)
+        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": f"result {i} é"})
+        yield {"model": MODEL, "messages": messages, "tools": [{"type": "function"}], "stream": True}
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["drops-state", "keeps-state"])
+def test_a_chat_session_is_read_turn_by_turn_as_it_would_be_whole(addons: Any, keep: bool) -> None:
+    made, _ = addons
+    for i in range(12):
+        store(made, "/v1/chat/completions", chat_record(i))
+    resumed = run_session(made, "/v1/chat/completions", chat_turns(12, keep=keep))
+    assert resumed[0] is False and all(resumed[1:]), resumed
+
+
+def test_a_new_prompt_or_a_split_turn_is_read_whole_once_and_the_rest_resumed(addons: Any) -> None:
+    made, _ = addons
+    for i in range(12):
+        store(made, "/v1/chat/completions", chat_record(i))
+    resumed = run_session(made, "/v1/chat/completions", chat_turns(12, keep=False, prompts=(4, 9), split=(6,)))
+    # A prompt ends the tool loop: its turn is read whole. The split turn's merge joins two new messages.
+    assert resumed == [False, True, True, True, False, True, True, True, True, False, True, True], resumed
+
+
+def test_an_answer_cached_after_its_turn_was_read_is_put_back_on_the_next(addons: Any) -> None:
+    made, _ = addons
+    for i in range(8):
+        if i != 5:
+            store(made, "/v1/chat/completions", chat_record(i))
+
+    def late(turn: int) -> None:
+        if turn == 6:  # the answer of turn 5 is stored only now (a stream whose capture ended late)
+            store(made, "/v1/chat/completions", chat_record(5))
+
+    resumed = run_session(made, "/v1/chat/completions", chat_turns(8, keep=False), before=late)
+    assert resumed == [False, True, True, True, True, True, False, True], resumed
+
+
+def test_a_refused_turn_is_not_resumed(addons: Any) -> None:
+    made, _ = addons
+    for i in range(4):
+        store(made, "/v1/chat/completions", chat_record(i))
+    turns = list(chat_turns(4, keep=False))
+    first = make_flow("/v1/chat/completions", turns[0])
+    made[1].request(first)
+    assert len(made[0].history) == 1
+    first.response = http.Response.make(400, b'{"error": {"message": "bad"}}', {"content-type": "application/json"})
+    made[3].response(first)
+    assert len(made[0].history) == 0
+
+
+# --- Responses ---------------------------------------------------------------------------------------------
+
+
+def responses_record(i: int) -> ReasoningRecord:
+    item = {"id": f"rs_{i}", "type": "reasoning", "summary": [], "encrypted_content": f"gAAAA{i}" + "y" * 40}
+    call = ToolCallRef(id=f"call_r{i}", aliases=[f"fc_{i}"], name="read", arguments=f'{{"n": {i}}}')
+    return ReasoningRecord(
+        wire_format="openai_responses", request_model="gpt-5", response_id=f"resp_{i}", fields=item, tool_calls=[call]
+    )
+
+
+def responses_turns(count: int) -> Iterator[dict[str, Any]]:
+    items: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(count):
+        call = {"type": "function_call", "id": f"fc_{i}", "call_id": f"call_r{i}", "name": "read"}
+        items.append(call | {"arguments": f'{{"n": {i}}}'})
+        items.append({"type": "function_call_output", "call_id": f"call_r{i}", "output": f"result {i}"})
+        yield {"model": "gpt-5", "input": items, "store": False, "include": ["reasoning.encrypted_content"]}
+
+
+def test_a_responses_session_is_read_turn_by_turn_as_it_would_be_whole(addons: Any) -> None:
+    made, _ = addons
+    for i in range(10):
+        store(made, "/v1/responses", responses_record(i))
+    resumed = run_session(made, "/v1/responses", responses_turns(10))
+    assert resumed[0] is False and all(resumed[1:]), resumed
+
+
+# --- Anthropic ---------------------------------------------------------------------------------------------
+
+
+def anthropic_record(i: int) -> ReasoningRecord:
+    block = {"type": "thinking", "thinking": f"read {i}", "signature": f"Eq{i}" + "z" * 40}
+    use = ToolCallRef(id=f"toolu_{i}", name="read", arguments=json.dumps({"n": i}))
+    return ReasoningRecord(
+        wire_format="anthropic_messages",
+        request_model="claude-sonnet-4-5",
+        response_id=f"msg_{i}",
+        fields={"thinking_blocks": [block]},
+        tool_calls=[use],
+    )
+
+
+def anthropic_turns(count: int, prompts: tuple[int, ...] = ()) -> Iterator[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for i in range(count):
+        if i in prompts:
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": "done"}]})
+            messages.append({"role": "user", "content": f"now {i}"})
+        use = {"type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {"n": i}}
+        messages.append({"role": "assistant", "content": [use]})
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": f"result {i}"}
+        messages.append({"role": "user", "content": [result]})
+        yield {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 4096,
+            "thinking": {"type": "enabled", "budget_tokens": 2048},
+            "messages": messages,
+        }
+
+
+def test_an_anthropic_session_is_read_turn_by_turn_as_it_would_be_whole(addons: Any) -> None:
+    made, _ = addons
+    for i in range(10):
+        store(made, "/v1/messages", anthropic_record(i))
+    resumed = run_session(made, "/v1/messages", anthropic_turns(10, prompts=(5,)))
+    assert resumed == [False, True, True, True, True, False, True, True, True, True], resumed
+
+
+# --- bytes ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"messages": [1, 2], "tools": [{"a": [3]}], "stream": true}',
+        b'{"model":"m","messages":[]}',
+        b'{ "messages" : [ {"x": "]"} ] \n}\n',
+        b'{"tools": {"messages": [9]}, "messages": [1]}',
+    ],
+)
+def test_the_end_of_the_list_is_found_in_any_spacing(body: bytes) -> None:
+    bounds = list_bounds(body, "messages")
+    assert bounds is not None
+    end, close = bounds
+    assert body[close : close + 1] == b"]"
+    assert body[:end].rstrip().endswith((b"1", b"2", b"[", b"}"))
+
+
+@pytest.mark.parametrize("body", [b"[1, 2]", b'{"messages": [1], "t\\u0061": 1}', b"not json"])
+def test_a_body_whose_list_cannot_be_told_apart_is_not_remembered(body: bytes) -> None:
+    assert list_bounds(body, "messages") is None
