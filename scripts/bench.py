@@ -67,6 +67,9 @@ REQUEST_WORKLOADS = (  # key, label, path, rounds
 # state (b2) and one that drops it (c), as the median of each round's addon - plain.
 FLATNESS = {"flat_kept": ("b2_400", "b2_40"), "flat_dropped": ("c", "c_40")}
 FLATNESS_LIMIT = 1.5
+# Below this many milliseconds a turn, the addon's cost is lost in the rounds' spread on a 2-core VM: an addon that
+# adds nothing measurable at 40 messages is held to adding no more than 1.5 times this at 400.
+RESOLUTION_MS = 0.1
 TARGET_RATIOS = {  # addon / plain, from the issue
     "a": ("<=", 1.05),
     "b": ("<=", 1.10),
@@ -632,7 +635,7 @@ def added_ms(result: Result) -> float:
 
 def flat(long: Result, short: Result) -> dict[str, float | bool]:
     at_400, at_40 = added_ms(long), added_ms(short)
-    ratio = at_400 / at_40 if at_40 > 0 else float("inf")
+    ratio = at_400 / max(at_40, RESOLUTION_MS)
     return {"added_ms_400": at_400, "added_ms_40": at_40, "ratio": ratio, "meets_target": ratio <= FLATNESS_LIMIT}
 
 
@@ -655,7 +658,7 @@ def render(rows: list[dict], inproc: dict, mem: dict, flatness: dict) -> str:
         verdict = "ok" if value["meets_target"] else "MISSED"
         lines.append(
             f"{name:44} added {value['added_ms_400']:.3f} ms a turn at 400 msgs, {value['added_ms_40']:.3f} ms at 40: "
-            f"{value['ratio']:.2f}x  <= {FLATNESS_LIMIT} {verdict}"
+            f"{value['ratio']:.2f}x  <= {FLATNESS_LIMIT} (40 msgs counted as at least {RESOLUTION_MS} ms) {verdict}"
         )
     lines += ["", f"{'in process (fastest of N; median)':44} {'ms/call':>10} {'median':>10} {'MB/s':>10}"]
     for name, value in inproc.items():

@@ -186,9 +186,8 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     plan = reading.plan(doc, entry.model)
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None
-    before = memoryview(entry.body)[: entry.items_end]
     for needle in (needle for action in plan.actions for needle in rules.unique(action)):
-        if needle in before or (entry.sent is not None and needle in entry.sent.data):
+        if entry.body.find(needle, 0, entry.items_end) >= 0 or (entry.sent is not None and needle in entry.sent.data):
             return None
     kept = entry.sent_count - len(window)
     fresh = []
