@@ -146,6 +146,7 @@ class Remembered:
     used: list[ReasoningRecord]
     mismatched: dict[str, str | None]
     pending: list[str] = field(default_factory=list)  # keys the last items found nothing under (yet)
+    unique_ids: set[str] = field(default_factory=set)  # the ids sent that a request may hold once (ResumeRules)
 
     @property
     def size(self) -> int:

@@ -277,7 +277,12 @@ class ActionTally:
         if self.count <= self.detail:
             return "; ".join(action.describe() for action in self.first)
         parts = []
+        listed = 0
         for count, first, last in self.groups.values():
+            if len(parts) == self.detail:  # a Responses history makes one group per reasoning item
+                parts.append(f"and {self.count - listed} more")
+                break
+            listed += count
             if count == 1:
                 parts.append(first.describe())
                 continue

@@ -128,9 +128,9 @@ class ResumeRules:
 
     opens_turn: Callable[[Any], bool]  # a prompt that starts a new turn
     ends_input: Callable[[Any], bool]  # an item of the client's own (a tool result, a prompt)
-    # The bytes a value inserted by this action is known by, which must not be in the earlier items (a Responses
-    # reasoning item goes in once per request).
-    unique: Callable[[RepairAction], list[bytes]] = lambda action: []
+    # The ids an item holds that a request may hold only once (a Responses reasoning item's rs_ id: a repair puts
+    # one back only where the request lacks it anywhere).
+    unique_ids: Callable[[Any], list[str]] = lambda item: []
 
 
 class ResponseReader(Protocol):

@@ -462,11 +462,9 @@ def remove_foreign_items(items: list[Any], foreign: ForeignLookup) -> list[Repai
     return actions
 
 
-def _inserted_reasoning(action: RepairAction) -> list[bytes]:
-    """The quoted rs_ id of a reasoning item a repair inserted: `insert_missing` puts each in once per request."""
-    if action.kind != "inserted":
-        return []
-    return [jsoncodec.dumps(name.removeprefix("reasoning ")) for name in action.fields]
+def _reasoning_ids(item: Any) -> list[str]:
+    reasoning_id = _reasoning_id(item)
+    return [reasoning_id] if reasoning_id is not None else []
 
 
 class Responses(Routed):
@@ -476,7 +474,7 @@ class Responses(Routed):
     # A reasoning item goes before the run of model output it produced, which a tool's output or a message of the
     # client's ends.
     resume = ResumeRules(opens_turn=lambda item: not isinstance(item, dict), ends_input=is_input_side,
-                         unique=_inserted_reasoning)  # fmt: skip
+                         unique_ids=_reasoning_ids)  # fmt: skip
     text_fields = TEXT_FIELDS
     maskable_fields: frozenset[str] = frozenset()
     signed_fields = frozenset({"encrypted_content"})

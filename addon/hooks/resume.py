@@ -142,6 +142,7 @@ def remember_whole(
             used=list(plan.cache.used),
             mismatched=dict(plan.cache.mismatched),
             pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan.cache.found),
+            unique_ids={name for item in items for name in wire_format.resume.unique_ids(item)},
         ),
     )
     return sent
@@ -186,9 +187,11 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     plan = reading.plan(doc, entry.model)
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None
-    for needle in (needle for action in plan.actions for needle in rules.unique(action)):
-        if entry.body.find(needle, 0, entry.items_end) >= 0 or (entry.sent is not None and needle in entry.sent.data):
-            return None
+    items = doc[key]
+    unique_ids = [name for item in items[len(window) :] for name in rules.unique_ids(item)]
+    if not entry.unique_ids.isdisjoint(unique_ids):
+        return None  # the whole request's repair would have found it in place earlier
+    entry.unique_ids.update(unique_ids)
     kept = entry.sent_count - len(window)
     fresh = []
     for action in plan.actions:
@@ -196,7 +199,6 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
         if placed is None:
             return None
         fresh.append(placed)
-    items = doc[key]
     actions = entry.actions + fresh if fresh else entry.actions
     sent = None
     if actions:
@@ -229,6 +231,7 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
             used=used,
             mismatched=mismatched,
             pending=_pending(reading, doc, entry.model, len(window), plan.cache.found),
+            unique_ids=entry.unique_ids,
         ),
     )
     context = plan.context
