@@ -25,11 +25,13 @@ from . import jsoncodec
 from .limits import MAX_HISTORIES, MAX_HISTORIES_PER_ROUTE, MAX_HISTORY_BYTES
 from .records import ActionTally, ReasoningRecord, RepairAction
 
+_OBJECT_BYTES = 256
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPACE = b" \t\r\n"
 
 
-def _rstrip(body: bytes, end: int) -> int:
+def end_of_value(body: bytes, end: int) -> int:
+    """Where the JSON value that ends at or before `end` ends: white space before `end` passed over."""
     while end > 0 and body[end - 1] in _SPACE:
         end -= 1
     return end
@@ -47,20 +49,20 @@ def list_bounds(body: bytes, key: str) -> tuple[int, int] | None:
     names = list(top)
     if key not in names:
         return None
-    end = _rstrip(body, len(body))
+    end = end_of_value(body, len(body))
     if end == 0 or body[end - 1] != ord("}"):
         return None
     end -= 1
     for name in reversed(names[names.index(key) + 1 :]):
         for piece in (bytes(top[name]), b":", jsoncodec.dumps(name), b","):
-            end = _rstrip(body, end)
+            end = end_of_value(body, end)
             if not body.endswith(piece, 0, end):
                 return None  # a key written with escapes, or a key given twice
             end -= len(piece)
-    close = _rstrip(body, end) - 1
+    close = end_of_value(body, end) - 1
     if close < 0 or body[close] != ord("]"):
         return None
-    return _rstrip(body, close), close
+    return end_of_value(body, close), close
 
 
 @dataclass(slots=True)
@@ -72,28 +74,23 @@ class SentBody:
     items_end: int  # where the last item ends (the list's closing bracket)
 
 
-_ITEMS_HERE = "\x00llm-items-" + secrets.token_hex(8)  # stands for the list while the rest is written
+_ITEMS_HERE = "llm-items-" + secrets.token_hex(8)  # stands for the list while the rest is written
 
 
 def written_items(items: list[Any]) -> list[bytes] | None:
     """Each item as `jsoncodec.dumps_request` writes it inside a document; None when one can only be written by the
     standard library (a lone surrogate), which writes the whole document differently."""
-    try:
-        return [jsoncodec.REQUEST_ENCODER.encode(item) for item in items]
-    except (TypeError, UnicodeEncodeError):
-        return None
+    pieces = [jsoncodec.encode_exact(item) for item in items]
+    return None if None in pieces else pieces  # type: ignore[return-value]
 
 
 def write_body(doc: dict[str, Any], key: str) -> SentBody | None:
     """`doc` written as `jsoncodec.dumps_request` would write it, with where its list's items are."""
     pieces = written_items(doc[key])
-    if pieces is None:
+    skeleton = jsoncodec.encode_exact({**doc, key: _ITEMS_HERE})
+    if pieces is None or skeleton is None:
         return None
-    try:
-        skeleton = jsoncodec.REQUEST_ENCODER.encode({**doc, key: _ITEMS_HERE})
-    except (TypeError, UnicodeEncodeError):
-        return None
-    marker = jsoncodec.REQUEST_ENCODER.encode(_ITEMS_HERE)
+    marker = b'"%s"' % _ITEMS_HERE.encode()
     at = skeleton.find(marker)
     return splice(skeleton[:at], pieces, skeleton[at + len(marker) :], [])
 
@@ -133,15 +130,13 @@ class Remembered:
     body: bytes  # as the client sent it
     items_end: int  # where the last item of its list ends in `body`
     tail: bytes  # `body` from the list's closing bracket on
-    count: int  # the items the client sent
     model: str | None
     others: dict[str, Any]  # the body's other top-level values, parsed
     window: list[Any]  # the last item as sent on, parsed: what a repair of the next items may look back at
     sent_count: int  # the items sent on
     sent: SentBody | None  # the body sent on, when the proxy changed it; None: sent as the client wrote it
     actions: list[RepairAction]
-    tally: ActionTally
-    again_by_kind: dict[str, int]  # the repairs of `actions` by kind: all of them were logged by now
+    tally: ActionTally  # what the flow comment says of `actions`, and their count by kind
     found: dict[str, ReasoningRecord]
     used: list[ReasoningRecord]
     mismatched: dict[str, str | None]
@@ -150,7 +145,10 @@ class Remembered:
 
     @property
     def size(self) -> int:
-        return len(self.body) + (len(self.sent.data) if self.sent is not None else 0)
+        """About the bytes it holds: the bodies, and for each repair and cache record kept the bytes of a small
+        object (a body of a hundred thousand `content: []` made null is not a hundred thousand times its bytes)."""
+        held = len(self.actions) + len(self.found) + len(self.used) + len(self.unique_ids)
+        return len(self.body) + (len(self.sent.data) if self.sent is not None else 0) + held * _OBJECT_BYTES
 
     def new_items(self, body: bytes) -> bytes | None:
         """The bytes of the items `body` adds to this request (b"" for none), or None when it is not this request
@@ -161,7 +159,7 @@ class Remembered:
         if not body.startswith(memoryview(self.body)[: self.items_end]):
             return None
         added = body[self.items_end : end].strip(_SPACE)
-        if not added or not self.count:
+        if not added or self.body[self.items_end - 1] == ord("["):  # the client's list was empty
             return added
         return added[1:] if added[:1] == b"," else None
 
@@ -190,9 +188,7 @@ class HistoryMemory:
         for position, entry in enumerate(entries or ()):
             added = entry.new_items(body)
             if added is not None:
-                del entries[position]  # type: ignore[union-attr]
-                self._count -= 1
-                self._bytes -= entry.size
+                self._drop(key, position)
                 return entry, added
         return None
 
@@ -202,13 +198,10 @@ class HistoryMemory:
         entries.insert(0, entry)
         self._count += 1
         self._bytes += entry.size
-        while len(entries) > MAX_HISTORIES_PER_ROUTE:
-            self._drop(entries, -1)
-        while self._by_key and (self._count > self.max_entries or self._bytes > self.max_bytes):
-            oldest_key, oldest = next(iter(self._by_key.items()))
-            self._drop(oldest, -1)
-            if not oldest:
-                del self._by_key[oldest_key]
+        if len(entries) > MAX_HISTORIES_PER_ROUTE:
+            self._drop(key, -1)
+        while self._count > self.max_entries or self._bytes > self.max_bytes:
+            self._drop(next(iter(self._by_key)), -1)  # the longest-idle key's oldest request
 
     def forget_scope(self, scope: str) -> None:
         """Everything remembered for a scope (keys start with it): a provider refused a request made from it, or
@@ -218,7 +211,10 @@ class HistoryMemory:
                 self._count -= 1
                 self._bytes -= entry.size
 
-    def _drop(self, entries: list[Remembered], position: int) -> None:
+    def _drop(self, key: Hashable, position: int) -> None:
+        entries = self._by_key[key]
         entry = entries.pop(position)
+        if not entries:
+            del self._by_key[key]
         self._count -= 1
         self._bytes -= entry.size

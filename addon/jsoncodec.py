@@ -119,7 +119,7 @@ class NotWritable(ValueError):
 
 def _exact_float(text: str) -> Any:
     value = float(text)
-    return value if REQUEST_ENCODER.encode(value) == text.encode() else ExactNumber(text)
+    return value if _REQUEST_ENCODER.encode(value) == text.encode() else ExactNumber(text)
 
 
 def _exact_int(text: str) -> Any:
@@ -134,7 +134,7 @@ def _raw_number(value: Any) -> Any:
 
 
 _REQUEST_DECODER = msgspec.json.Decoder(float_hook=_exact_float)
-REQUEST_ENCODER = msgspec.json.Encoder(enc_hook=_raw_number)
+_REQUEST_ENCODER = msgspec.json.Encoder(enc_hook=_raw_number)
 # Every fast parser reads "-0" as the integer 0: a body with one takes the standard library's path.
 _NEGATIVE_ZERO = re.compile(rb"-0(?![\d.eE])")
 
@@ -168,12 +168,20 @@ def loads_exact(data: bytes | bytearray) -> Any:
         raise TooDeep from None
 
 
+def encode_exact(value: Any) -> bytes | None:
+    """A value read with `loads_exact` as `dumps_request` writes it inside a document whose every part msgspec can
+    write; None when msgspec cannot (a lone surrogate), and the document is written by the standard library."""
+    try:
+        return _REQUEST_ENCODER.encode(value)
+    except (TypeError, UnicodeEncodeError):
+        return None
+
+
 def dumps_request(doc: Any) -> bytes:
     """A request body read with `loads_exact`, written back compactly: key order, strings and numbers exact."""
-    try:
-        return REQUEST_ENCODER.encode(doc)
-    except (TypeError, UnicodeEncodeError):
-        pass
+    written = encode_exact(doc)
+    if written is not None:
+        return written
     # msgspec refuses lone surrogates, which the standard library writes as escapes.
     try:
         return json.dumps(doc, separators=(",", ":")).encode()

@@ -37,6 +37,7 @@ class RepairPlan:
     # Foreign values that had to stay where they were: the index of each one's item, and a note for a person (see
     # WireFormat.remove_foreign).
     foreign_kept: list[tuple[int, str]] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)  # the cache keys the repair looked up
 
     def cache_entries(self) -> list[UsedEntry]:
         """The cache entries the repair inserted state from: what to drop if the provider refuses it."""
@@ -80,4 +81,4 @@ def plan_repair(
     cache = CacheView(store.get_many(scope_name, keys) if keys else {}, model)
     # In the order of the places they were made at, as a turn's repairs follow the earlier turns' (hooks/resume.py).
     repairs = sorted(wire_format.repair(doc, cache, context), key=lambda action: action.index)
-    return RepairPlan(removed + repairs, cache, context, kept)
+    return RepairPlan(removed + repairs, cache, context, kept, keys)

@@ -251,20 +251,22 @@ class ActionTally:
     """What `summarize_actions` says of a list of repairs, kept so that repairs added to the end (a later turn's)
     cost what they add: the first few, and per kind and fields the count, first and last."""
 
-    __slots__ = ("detail", "first", "count", "groups")
+    __slots__ = ("detail", "first", "count", "by_kind", "groups")
 
     def __init__(self, detail: int = 6) -> None:
         self.detail = detail
         self.first: list[RepairAction] = []
         self.count = 0
+        self.by_kind: dict[str, int] = {}
         self.groups: dict[tuple[str, tuple[str, ...]], list[Any]] = {}  # [count, first, last]
 
     def add(self, actions: list[RepairAction]) -> ActionTally:
         """This tally with `actions` added at the end (in place: a turn's tally is the next turn's start)."""
         self.first += actions[: self.detail + 1 - len(self.first)]
         self.count += len(actions)
-        groups = self.groups
+        groups, by_kind = self.groups, self.by_kind
         for action in actions:
+            by_kind[action.kind] = by_kind.get(action.kind, 0) + 1
             group = groups.get((action.kind, tuple(action.fields)))
             if group is None:
                 groups[(action.kind, tuple(action.fields))] = [1, action, action]

@@ -37,6 +37,12 @@ class SortedRepairs:
     def total(self) -> int:
         return len(self.new) + self.again
 
+    def count_again(self, by_kind: dict[str, int]) -> None:
+        """Counts repairs the log listed with an earlier turn of the conversation, which this request was not sorted
+        against (addon/hooks/resume.py reads only a turn's new items)."""
+        for kind, count in by_kind.items():
+            self.again_by_kind[kind] = self.again_by_kind.get(kind, 0) + count
+
     def summary(self) -> str:
         """For a person, and as short as the new repairs: "restored … on messages[398] (…); 397 earlier repairs
         again"."""

@@ -470,6 +470,42 @@ def c_stages(body: bytes, upstream_port: int, store: SQLiteStore, repeat: int) -
     return out
 
 
+SESSION_PATHS = {"f_responses": "/v1/responses", "f_anthropic": "/v1/messages"}  # the others are chat
+
+
+def session_turns(bodies: Bodies, upstream_port: int, scratch: Path, turns: int) -> dict[str, dict[str, float]]:
+    """The addon's request hook, called directly, on each session's turns after its first (read from where the turn
+    before ended): what a turn costs the addon itself, without mitmproxy."""
+    from llm_reasoning_proxy import make_addons
+    from mitmproxy.test import tflow
+
+    from tests.support.addon_context import addon_context
+
+    seed_cache(scratch / "turns.db", upstream_port)
+    addons = make_addons()
+    out = {}
+    with addon_context(*addons) as tctx:
+        tctx.configure(addons[0], llm_cache=str(scratch / "turns.db"), llm_log=str(scratch / "turns.jsonl"))
+        for key, session in bodies.sessions.items():
+            path = SESSION_PATHS.get(key, "/v1/chat/completions")
+            url = f"http://127.0.0.1:{upstream_port}{path}"
+            times, size = [], 0
+            for k in range(turns + 1):
+                body = session.turn(k)
+                flow = tflow.tflow(req=http.Request.make("POST", url, body, HEADERS))
+                flow.response = None
+                started = time.perf_counter()
+                addons[1].request(flow)
+                if k:  # the first turn is read whole
+                    times.append(time.perf_counter() - started)
+                    assert flow.metadata["llm"].get("resumed"), f"{key}: turn {k} was read whole"
+                size = len(body)
+            best, median = min(times), statistics.median(times)
+            name = f"turn of session {key} ({size / 1e6:.2f} MB)"
+            out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": size / best / 1e6}
+    return out
+
+
 def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -> dict[str, dict[str, float]]:
     from scripts.bench_upstream import event_stream, frame_stream  # the same streams the proxy gets
 
@@ -496,6 +532,7 @@ def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -
         best, median = per_call(run, repeat)
         out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": len(body) / best / 1e6}
 
+    out.update(session_turns(bodies, upstream_port, scratch, 10 if quick else 40))
     repair_timing("repair c: chat 1 MB, 199 calls", "/v1/chat/completions", bodies.c)
     out.update(c_stages(bodies.c, upstream_port, store, repeat))
     repair_timing("repair f: responses 1 MB", "/v1/responses", bodies.f_responses)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.history import HistoryMemory, list_bounds
+from llm_reasoning_proxy.history import HistoryMemory, Remembered, list_bounds
 from llm_reasoning_proxy.hooks.annotate import META
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
 from llm_reasoning_proxy.scope import request_scope
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow
@@ -235,22 +235,62 @@ def test_an_anthropic_session_is_read_turn_by_turn_as_it_would_be_whole(addons: 
 
 
 @pytest.mark.parametrize(
-    "body",
+    ("body", "last_item", "after"),
     [
-        b'{"messages": [1, 2], "tools": [{"a": [3]}], "stream": true}',
-        b'{"model":"m","messages":[]}',
-        b'{ "messages" : [ {"x": "]"} ] \n}\n',
-        b'{"tools": {"messages": [9]}, "messages": [1]}',
+        (b'{"messages": [1, 2], "tools": [{"a": [3]}], "stream": true}', b"2", b'], "tools"'),
+        (b'{"model":"m","messages":[]}', b"[", b"]}"),
+        (b'{ "messages" : [ {"x": "]"} ] \n}\n', b'"]"}', b"] \n}"),
+        (b'{"tools": {"messages": [9]}, "messages": [1]}', b"1", b"]}"),
     ],
 )
-def test_the_end_of_the_list_is_found_in_any_spacing(body: bytes) -> None:
+def test_the_end_of_the_list_is_found_in_any_spacing(body: bytes, last_item: bytes, after: bytes) -> None:
     bounds = list_bounds(body, "messages")
     assert bounds is not None
     end, close = bounds
-    assert body[close : close + 1] == b"]"
-    assert body[:end].rstrip().endswith((b"1", b"2", b"[", b"}"))
+    assert body[:end].endswith(last_item) and body[close:].startswith(after)
+    assert body[end:close].strip() == b""
 
 
 @pytest.mark.parametrize("body", [b"[1, 2]", b'{"messages": [1], "t\\u0061": 1}', b"not json"])
 def test_a_body_whose_list_cannot_be_told_apart_is_not_remembered(body: bytes) -> None:
     assert list_bounds(body, "messages") is None
+
+
+def remembered(body: bytes) -> Remembered:
+    return Remembered(
+        body=body,
+        items_end=len(body) - 2,
+        tail=b"]}",
+        model=None,
+        others={},
+        window=[],
+        sent_count=1,
+        sent=None,
+        actions=[],
+        tally=ActionTally(),
+        found={},
+        used=[],
+        mismatched={},
+    )
+
+
+def test_the_memory_keeps_to_its_bounds_after_a_match_emptied_a_key() -> None:
+    memory = HistoryMemory(max_entries=2)
+    memory.remember("a", remembered(b'{"messages":[1]}'))
+    assert memory.match("a", b'{"messages":[1,2]}') is not None  # key "a" holds nothing now
+    memory.remember("b", remembered(b'{"messages":[3]}'))
+    memory.remember("c", remembered(b'{"messages":[4]}'))
+    memory.remember("d", remembered(b'{"messages":[5]}'))
+    assert len(memory) == 2
+    assert memory.match("b", b'{"messages":[3,6]}') is None and memory.match("d", b'{"messages":[5,6]}') is not None
+
+
+def test_the_memory_counts_what_a_request_made_beside_its_bytes() -> None:
+    body = b'{"messages":[1]}'
+    entry = remembered(body)
+    bare = entry.size
+    entry.actions = [RepairAction("content_null", f"messages[{i}]", i) for i in range(1000)]
+    assert bare == len(body) and entry.size >= len(body) + 1000 * 100
+    memory = HistoryMemory(max_bytes=50_000)
+    memory.remember("a", entry)
+    assert len(memory) == 0  # past the bound on its own

@@ -203,8 +203,7 @@ class RequestRepair:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
         logged = self._sort_for_log(str(scope), settings.repair, outcome.fresh)
-        for kind, count in outcome.earlier_by_kind.items():  # repairs of earlier turns, logged with those turns
-            logged.again_by_kind[kind] = logged.again_by_kind.get(kind, 0) + count
+        logged.count_again(outcome.earlier_by_kind)
         self.runtime.events.write(
             Repaired(
                 flow_id=flow.id,
@@ -239,14 +238,10 @@ class RequestRepair:
             report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.runtime.events)
             return None
         model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
-        items = doc.get(wire_format.items_key) if isinstance(doc, dict) else None
-        count = len(items) if isinstance(items, list) else 0
         plan = reading.plan(doc, model, restore=restore)
-        sent = None
-        if restore and isinstance(items, list):
-            sent = remember_whole(self.runtime.history, reading, body, doc, len(items), count, model, plan)
-        data = sent.data if sent is not None else None
-        return Outcome(model, plan, data, ActionTally().add(plan.actions), plan.actions, doc=doc)
+        tally = ActionTally().add(plan.actions)
+        sent = remember_whole(self.runtime.history, reading, body, doc, model, plan, tally) if restore else None
+        return Outcome(model, plan, sent.data if sent is not None else None, tally, plan.actions, doc=doc)
 
     def _hold_back(self, flow: http.HTTPFlow, meta: dict[str, Any], plan: RepairPlan, signer: str) -> None:
         """A request that needs repair but whose body a signature covers goes on byte for byte, saying what the

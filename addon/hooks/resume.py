@@ -13,8 +13,17 @@ from mitmproxy import http
 from .. import jsoncodec
 from ..cache import ReasoningStore
 from ..formats import CacheView, WireFormat
-from ..formats.base import call_lookup_keys, usable_keys
-from ..history import HistoryMemory, Remembered, SentBody, continue_body, list_bounds, write_body, written_items
+from ..formats.base import call_lookup_keys
+from ..history import (
+    HistoryMemory,
+    Remembered,
+    SentBody,
+    continue_body,
+    end_of_value,
+    list_bounds,
+    write_body,
+    written_items,
+)
 from ..plans import RepairPlan, plan_repair
 from ..records import ActionTally, RepairAction
 from ..scope import Scope
@@ -81,25 +90,18 @@ class Outcome:
     doc: Any = None  # the parsed body, when it was read whole (written as it always was when `sent` is None)
 
 
-def _pending(reading: Reading, doc: Any, model: str | None, start: int, found: Any) -> list[str]:
+def _pending(reading: Reading, doc: Any, model: str | None, start: int, plan: RepairPlan) -> list[str]:
     """The keys the cache was asked for the tool calls in items from `start` on and had nothing under."""
     wire_format = reading.wire_format
-    asked = set(wire_format.lookup_keys(doc, model))  # a format asks only for the calls it may repair
+    asked = set(plan.asked)  # a format asks only for the calls it may repair
+    found = plan.cache.found
     pending = []
     for index in range(start, len(doc[wire_format.items_key])):
         for call in wire_format.calls_at(doc, index):
             keys = [key for key in call_lookup_keys(model, *call) if key in asked]
-            keys = usable_keys(keys, by_content=reading.by_content)
             if keys and not any(key in found for key in keys):
                 pending += keys
     return pending
-
-
-def _by_kind(actions: list[RepairAction], counts: dict[str, int] | None = None) -> dict[str, int]:
-    counts = dict(counts or {})
-    for action in actions:
-        counts[action.kind] = counts.get(action.kind, 0) + 1
-    return counts
 
 
 def remember_whole(
@@ -107,10 +109,9 @@ def remember_whole(
     reading: Reading,
     body: bytes,
     doc: Any,
-    sent_count: int,
-    count: int,
     model: str | None,
     plan: RepairPlan,
+    tally: ActionTally,
 ) -> SentBody | None:
     """Remembers a request read whole; returns the body to send on when the plan changed it (None: the memory could
     not write it, and the caller writes it as it always did)."""
@@ -129,19 +130,17 @@ def remember_whole(
             body=body,
             items_end=bounds[0],
             tail=body[bounds[1] :],
-            count=count,
             model=model,
             others={name: value for name, value in doc.items() if name != key},
             window=items[-1:],
-            sent_count=sent_count,
+            sent_count=len(items),
             sent=sent,
             actions=plan.actions,
-            tally=ActionTally().add(plan.actions),
-            again_by_kind=_by_kind(plan.actions),
+            tally=tally,
             found=dict(plan.cache.found),
             used=list(plan.cache.used),
             mismatched=dict(plan.cache.mismatched),
-            pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan.cache.found),
+            pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan),
             unique_ids={name for item in items for name in wire_format.resume.unique_ids(item)},
         ),
     )
@@ -177,7 +176,7 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
         return None
     if any(rules.opens_turn(item) for item in (*window, *new_items)):
         return None
-    if "id_restored" in entry.again_by_kind:  # tool results of a renamed call anywhere later are renamed too
+    if "id_restored" in entry.tally.by_kind:  # tool results of a renamed call anywhere later are renamed too
         return None
     if entry.pending and reading.store.get_many(str(reading.scope), entry.pending):
         return None  # an answer the earlier turn found nothing for is cached now: read it whole
@@ -210,15 +209,14 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     known = {record.response_id for record in entry.used}
     used = entry.used + [record for record in plan.cache.used if record.response_id not in known]
     mismatched = {**entry.mismatched, **plan.cache.mismatched}
-    earlier_by_kind = entry.again_by_kind
+    earlier_by_kind = dict(entry.tally.by_kind)  # the tally goes on with this turn's repairs
     tally = entry.tally.add(fresh)
     memory.remember(
         reading.key,
         Remembered(
             body=body,
-            items_end=_end_of_items(body, entry.tail),
+            items_end=end_of_value(body, len(body) - len(entry.tail)),
             tail=entry.tail,
-            count=entry.count + len(new_items),
             model=entry.model,
             others=entry.others,
             window=items[-1:],
@@ -226,21 +224,13 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
             sent=sent,
             actions=actions,
             tally=tally,
-            again_by_kind=_by_kind(fresh, earlier_by_kind),
             found=found,
             used=used,
             mismatched=mismatched,
-            pending=_pending(reading, doc, entry.model, len(window), plan.cache.found),
+            pending=_pending(reading, doc, entry.model, len(window), plan),
             unique_ids=entry.unique_ids,
         ),
     )
     context = plan.context
     whole = RepairPlan(actions, CacheView(found, entry.model, mismatched, used), context)
     return Outcome(entry.model, whole, sent.data if sent is not None else None, tally, fresh, earlier_by_kind)
-
-
-def _end_of_items(body: bytes, tail: bytes) -> int:
-    end = len(body) - len(tail)
-    while end > 0 and body[end - 1] in b" \t\r\n":
-        end -= 1
-    return end
