@@ -15,6 +15,10 @@ MiB = 1024 * KiB
 # Bytes decoded of one compressed body (a request, an answer, the copy of a stream): a compression bomb
 # costs at most this much, and a body that decodes to more is forwarded untouched and not read.
 MAX_DECODED_BYTES = 16 * MiB
+# The copy of one stream held unread until the client has the stream's end, then read (as received, before any
+# decoding): a turn of a few thousand events is read after the client has all of it, at no cost to the client. A
+# longer stream is read as it passes from this point on, so memory stays bounded.
+MAX_HELD_STREAM_BYTES = 2 * MiB
 # Bytes of an error answer read to explain it: provider error texts are a few KB.
 MAX_ERROR_BODY_BYTES = 1 * MiB
 # One stored value (a reasoning field, a signature, a thinking block, a reasoning item) and one stored

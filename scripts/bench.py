@@ -327,6 +327,16 @@ def rounds(count: int) -> list[tuple[str, ...]]:
     return [TARGETS[i % 3 :] + TARGETS[: i % 3] for i in range(count)]
 
 
+def settle(client: httpx.Client) -> float:
+    """Sends a small request that is not LLM traffic and waits for its answer, in milliseconds. Through the addon it
+    is answered only after whatever the addon left for later (an answer's reading, once the client had all of it) is
+    done, so that work never runs while the next target is timed."""
+    started = time.perf_counter()
+    response = client.post("/v1/telemetry", content=b"{}", headers=HEADERS)
+    response.read()
+    return (time.perf_counter() - started) * 1000
+
+
 def sequential(clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int) -> Result:
     result = Result()
     for k, order in enumerate(rounds(count)):
@@ -337,6 +347,7 @@ def sequential(clients: dict[str, httpx.Client], path: str, bodies: Callable[[in
             response.read()
             result.samples[target].append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, response.text[:200]
+            settle(clients[target])
     return result
 
 
@@ -352,6 +363,59 @@ BEDROCK_STREAM = json.dumps(
 ).encode()
 
 
+# Streams dense with reasoning, one per dialect that streams it: key, label, path, request body, the fake's name for it.
+DENSE_STREAMS = (
+    (
+        "s_content",
+        "s  chat reasoning_content (DeepSeek)",
+        "/v1/chat/completions",
+        CHAT_STREAM,
+        "chat_reasoning_content",
+    ),
+    ("s_text", "s  chat reasoning_text (Copilot)", "/v1/chat/completions", CHAT_STREAM, "chat_reasoning_text"),
+    (
+        "s_details",
+        "s  chat reasoning_details (OpenRouter)",
+        "/v1/chat/completions",
+        CHAT_STREAM,
+        "chat_reasoning_details",
+    ),
+    (
+        "s_anthropic",
+        "s  anthropic thinking_delta",
+        "/v1/messages",
+        json.dumps(
+            {
+                "model": "claude-sonnet-4-5",
+                "max_tokens": 4096,
+                "thinking": {"type": "enabled", "budget_tokens": 2048},
+                "messages": [{"role": "user", "content": "hi"}],
+                "stream": True,
+            }
+        ).encode(),
+        "anthropic",
+    ),
+    (
+        "s_responses",
+        "s  responses reasoning summary",
+        "/v1/responses",
+        json.dumps({"model": "gpt-5", "input": "hi", "reasoning": {"summary": "auto"}, "stream": True}).encode(),
+        "responses",
+    ),
+    (
+        "s_gemini",
+        "s  gemini thought parts",
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+        json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}).encode(),
+        "gemini",
+    ),
+    ("s_bedrock", "s  bedrock reasoningContent", BEDROCK_STREAM_PATH, BEDROCK_STREAM, "bedrock"),
+)
+TARGET_RATIOS |= {
+    f"{key}_{part}": ("<=", limit) for key, *_ in DENSE_STREAMS for part, limit in (("first", 1.05), ("total", 1.10))
+}
+
+
 def streamed(
     clients: dict[str, httpx.Client],
     events: int,
@@ -360,19 +424,24 @@ def streamed(
     path: str = "/v1/chat/completions",
     body: bytes = CHAT_STREAM,
     ask: str = "x-bench-events",  # the header that asks the fake for `events` events (x-bench-frames: frames)
-) -> tuple[Result, Result]:
-    first, total = Result(), Result()
+    dense: str | None = None,  # a dialect of the fake's DENSE_STREAMS
+) -> tuple[Result, Result, Result]:
+    """The time to the first piece of each answer, to its end, and of a small request sent the moment it ended
+    (which waits for the addon's reading of the answer, if that was not done yet)."""
+    first, total, after = Result(), Result(), Result()
+    headers = {**HEADERS, ask: str(events)} | ({"x-bench-dense": dense} if dense else {})
     for order in rounds(count):
         for target in order:
             started = time.perf_counter()
             arrived = None
-            with clients[target].stream("POST", path, content=body, headers={**HEADERS, ask: str(events)}) as response:
+            with clients[target].stream("POST", path, content=body, headers=headers) as response:
                 for _ in response.iter_raw():
                     arrived = arrived or time.perf_counter()
             ended = time.perf_counter()
             first.samples[target].append(((arrived or ended) - started) * 1000)
             total.samples[target].append((ended - started) * 1000)
-    return first, total
+            after.samples[target].append(settle(clients[target]))
+    return first, total, after
 
 
 async def _conversations(base_url: str, clients: int, turns: int, events: int) -> float:
@@ -754,18 +823,27 @@ def main() -> int:
             }
             rows = [ratio_row(label, key, results[key], "ms") for key, label, _, _ in REQUEST_WORKLOADS]
             flatness = {name: flat(results[long], results[short]) for name, (long, short) in FLATNESS.items()}
-            first, total = streamed(clients, 2000, n(60))
+            first, total, after = streamed(clients, 2000, n(60))
             rows += [
                 ratio_row("d  2000-event stream: first event", "d_first_event", first, "ms"),
                 ratio_row("d  2000-event stream: total", "d_total", total, "ms"),
+                ratio_row("d  2000-event stream: next request", "d_next", after, "ms"),
             ]
-            first, total = streamed(
+            first, total, after = streamed(
                 clients, 2000, n(60), path=BEDROCK_STREAM_PATH, body=BEDROCK_STREAM, ask="x-bench-frames"
             )
             rows += [
                 ratio_row("d2 2000-frame Bedrock stream: first event", "d_frames_first_event", first, "ms"),
                 ratio_row("d2 2000-frame Bedrock stream: total", "d_frames_total", total, "ms"),
+                ratio_row("d2 2000-frame Bedrock stream: next request", "d_frames_next", after, "ms"),
             ]
+            for key, label, path, body, dense in DENSE_STREAMS:
+                first, total, after = streamed(clients, 2000, n(40), path=path, body=body, dense=dense)
+                rows += [
+                    ratio_row(f"{label}: first event", f"{key}_first", first, "ms"),
+                    ratio_row(f"{label}: total", f"{key}_total", total, "ms"),
+                    ratio_row(f"{label}: next request", f"{key}_next", after, "ms"),
+                ]
             rows.append(
                 ratio_row(
                     "e  32 concurrent streams: turns/s", "e", concurrent(urls, n(7) if not args.quick else 2), "/s"

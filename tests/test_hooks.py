@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io as stdio
 import json
 import logging
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.formats import ChatCompletions
+from llm_reasoning_proxy.hooks import response_tap
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap
 from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
@@ -192,6 +195,67 @@ def test_a_reader_that_breaks_never_breaks_the_stream(addons) -> None:
     assert [tap(p) for p in pieces] == pieces
     capture.response(flow)
     assert "stream not readable: ValueError: reader bug" in (tap.problem or "")
+
+
+STREAMED_CALL = [
+    b'data: {"id":"r1","model":"m","choices":[{"index":0,"delta":{"reasoning_opaque":"OPQ","tool_calls":'
+    b'[{"index":0,"id":"call_7","type":"function","function":{"name":"ls","arguments":"{}"}}]}}]}\n\n',
+    b"data: [DONE]\n\n",
+]
+
+
+async def test_a_stream_is_read_once_its_response_hook_returned(addons) -> None:
+    """mitmproxy sends the client the end of a stream when the response hooks return: the reading waits until the
+    loop's next turn, and is done before the loop reads anything else (the next request finds the entry)."""
+    config, repair, capture, _ = addons
+    flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
+    repair.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+    capture.responseheaders(flow)
+    tap = flow.response.stream
+    assert isinstance(tap, ResponseTap)
+    for piece in [*STREAMED_CALL, b""]:
+        assert tap(piece) is piece
+    capture.response(flow)
+    assert "captured" not in flow.metadata["llm"]
+    assert not config.store.get_many(str(request_scope(flow.request)), ["call_7"])
+    await asyncio.sleep(0)
+    assert flow.metadata["llm"]["captured"][0]["tool_calls"] == ["call_7"]
+    assert config.store.get_many(str(request_scope(flow.request)), ["call_7"])
+
+
+def test_a_stream_is_held_unread_up_to_its_bound_and_read_as_it_passes_past_it(monkeypatch) -> None:
+    fed: list[bytes] = []
+
+    class Reader(ChatCompletions().reader().__class__):
+        def feed_event(self, event) -> None:
+            fed.append(event.data)
+            super().feed_event(event)
+
+    event = b'data: {"id":"r1","choices":[{"index":0,"delta":{"reasoning_content":"' + b"t" * 100 + b'"}}]}\n\n'
+    monkeypatch.setattr(response_tap, "MAX_HELD_STREAM_BYTES", 100 * len(event))
+    tap = ResponseTap(Reader(), sse=True, content_encoding=None, read=True, keep_body=False, defer=True)
+    for _ in range(100):
+        tap(event)
+    assert not fed  # held: nothing read while the stream passes
+    for _ in range(2 * response_tap.BACKLOG_CHUNKS):
+        tap(event)
+    assert len(fed) >= 100 + response_tap.BACKLOG_CHUNKS  # past the bound: read in batches as it passes
+    assert tap._backlog_size < response_tap.BACKLOG_BYTES
+    tap(b"")
+    tap.finish()
+    assert len(fed) == 100 + 2 * response_tap.BACKLOG_CHUNKS
+
+
+def test_a_cut_stream_is_read_at_once(addons) -> None:
+    config, repair, capture, _ = addons
+    flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
+    repair.request(flow)
+    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
+    capture.responseheaders(flow)
+    flow.response.stream(STREAMED_CALL[0])
+    capture.error(flow)
+    assert flow.metadata["llm"]["captured"][0]["tool_calls"] == ["call_7"]
 
 
 def test_stream_already_claimed_by_another_addon_is_left_alone(addons) -> None:

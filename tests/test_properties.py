@@ -275,5 +275,10 @@ def test_capture_gives_the_same_records_for_any_chunking(proxy: InProcessProxy, 
     cuts = cut_points(data, len(stream), 40)
     # The tap reads its backlog in batches; small batches make the parser see the cuts.
     batch = data.draw(st.sampled_from([1, 2, 3, response_tap.BACKLOG_CHUNKS]), label="batch")
-    with mock.patch.object(response_tap, "BACKLOG_CHUNKS", batch):
+    # The copy is held unread up to a bound, and read as it passes from there on.
+    held = data.draw(st.sampled_from([0, 100, response_tap.MAX_HELD_STREAM_BYTES]), label="held")
+    with (
+        mock.patch.object(response_tap, "BACKLOG_CHUNKS", batch),
+        mock.patch.object(response_tap, "MAX_HELD_STREAM_BYTES", held),
+    ):
         assert tapped(fmt, stream, cuts, encoding, aws_frames=frames) == expected

@@ -60,8 +60,7 @@ class ResponseCapture:
                 keep_body=self.runtime.reattach_streamed_bodies(),
                 on_finish=functools.partial(self._commit, flow),
                 guard=functools.partial(self._failing_open, flow),
-                # What is stored on a flow after its response hook never reaches a flow file or a UI.
-                defer=not self.runtime.keep_bodies(),
+                defer=True,  # finished by the response hook (`_close`), or by the error hook if cut short
             )
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -73,9 +72,14 @@ class ResponseCapture:
 
     def _close(self, flow: http.HTTPFlow, *, complete: bool) -> None:
         tap = flow.response.stream if flow.response is not None else None
-        if not isinstance(tap, ResponseTap) or tap.deferred:
+        if not isinstance(tap, ResponseTap):
             return
         with self._failing_open(flow):
+            if complete and tap.ended and not self.runtime.keep_bodies():
+                # What is stored on a flow after its response hook never reaches a flow file or a UI: only
+                # when none is kept can the reading wait until the client has the whole answer.
+                tap.finish_soon()
+                return
             tap.finish(complete=complete)
             body = tap.take_body()
             if body is not None and flow.response.raw_content is None:

@@ -18,7 +18,7 @@ from .. import jsoncodec
 from ..decoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
 from ..event_stream import FrameEvents
 from ..formats import ResponseReader
-from ..limits import MAX_DECODED_BYTES
+from ..limits import MAX_DECODED_BYTES, MAX_HELD_STREAM_BYTES
 from ..records import ReasoningRecord
 from ..sse_parser import SSEParser, looks_like_event_stream
 
@@ -65,11 +65,9 @@ class ResponseTap:
         self._read = read
         self._keep_body = keep_body
         self._finished = False
-        # Finish on the event loop's next turn, after the client has the end of the stream: reading
-        # what was set aside and storing it then costs the client nothing. Asyncio runs the callback
-        # before it reads anything new, so the next request still finds the cache entry.
+        # With `defer`, the end of the body does not finish the tap: the caller does, by `finish_soon` (see there).
         self._defer = defer
-        self.deferred = False
+        self.ended = False  # the whole body went through
         self.problem: str | None = None  # why the copy could not be read, if it could not
         self._on_finish = on_finish
         self._guard = guard
@@ -81,6 +79,8 @@ class ResponseTap:
         self._skippable = reader.skippable
         self._parser: SSEParser | FrameEvents | None = None
         self._backlog: list[bytes] = []
+        # While the copy is held (up to MAX_HELD_STREAM_BYTES), nothing of it is read until the end.
+        self._holding = True
         self._unreadable_frames = 0  # AWS event frames that carried nothing a reader takes
         self._backlog_size = 0
         self.seconds = 0.0  # spent reading: what the proxy's own time on this answer is made of
@@ -94,14 +94,9 @@ class ResponseTap:
 
     def __call__(self, chunk: bytes) -> bytes:
         if not chunk:
-            if self._defer and not self._finished:
-                try:
-                    asyncio.get_running_loop().call_soon(self.finish)
-                    self.deferred = True
-                    return chunk
-                except RuntimeError:  # no event loop (a test calling the tap directly): finish now
-                    pass
-            self.finish(complete=True)
+            self.ended = True
+            if not self._defer:
+                self.finish(complete=True)
             return chunk
         self._size += len(chunk)
         if self._kept is not None:
@@ -112,11 +107,16 @@ class ResponseTap:
                 if not self._sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
         if self._parser is not None:
-            # Set aside and read in batches: one warm pass over many chunks costs far less than a
-            # cold call per chunk between mitmproxy's own work, and the stream is not held up at all.
+            # Set aside and read at the end, once the client has all of it; past the bound, read in batches as it
+            # passes: one warm pass over many chunks costs far less than a cold call per chunk between mitmproxy's
+            # own work, and the stream is not held up at all.
             self._backlog.append(chunk)
             self._backlog_size += len(chunk)
-            if self._backlog_size >= BACKLOG_BYTES or len(self._backlog) >= BACKLOG_CHUNKS:
+            if self._holding:
+                if self._backlog_size > MAX_HELD_STREAM_BYTES:
+                    self._holding = False
+                    self._read_backlog()
+            elif self._backlog_size >= BACKLOG_BYTES or len(self._backlog) >= BACKLOG_CHUNKS:
                 self._read_backlog()
         return chunk
 
@@ -128,11 +128,22 @@ class ResponseTap:
             self.seconds += time.perf_counter() - started
 
     def _read_pending(self) -> None:
-        if not self._backlog or self._parser is None:
+        backlog, self._backlog, self._backlog_size = self._backlog, [], 0
+        batch: list[bytes] = []
+        size = 0
+        for chunk in backlog:
+            batch.append(chunk)
+            size += len(chunk)
+            if size >= BACKLOG_BYTES or len(batch) >= BACKLOG_CHUNKS:
+                self._read_batch(b"".join(batch))
+                batch.clear()
+                size = 0
+        if batch:
+            self._read_batch(b"".join(batch))
+
+    def _read_batch(self, data: bytes) -> None:
+        if self._parser is None:
             return
-        data = b"".join(self._backlog)
-        self._backlog.clear()
-        self._backlog_size = 0
         try:
             assert self._decoder is not None
             markers = self.reader.markers  # known only once the reader has seen the start of the answer
@@ -143,6 +154,17 @@ class ResponseTap:
             self._stop(f"stream copy {e}; the rest of it is not read (the client gets all of it)")
         except Exception as e:  # a broken copy must never break the stream itself
             self._stop(f"stream not readable: {type(e).__name__}: {e}")
+
+    def finish_soon(self) -> None:
+        """Finishes a whole answer on the event loop's next turn. Called from the response hook, this is after the
+        client has the end of the stream: mitmproxy writes it once the hook returns, in the same step of the loop
+        (when no addon's hook waits on anything). Reading what was set aside and storing it then costs the client
+        nothing, and asyncio runs the callback before it reads anything new, so the next request still finds the
+        cache entry."""
+        try:
+            asyncio.get_running_loop().call_soon(self.finish)
+        except RuntimeError:  # no event loop (a test calling the hooks directly): finish now
+            self.finish()
 
     def take_body(self) -> bytes | None:
         """The raw body as received, when a copy was kept; the tap lets go of it."""
