@@ -44,6 +44,7 @@ from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
 from llm_reasoning_proxy.scope import credential_fingerprint, request_scope  # noqa: E402
 from mitmproxy import http  # noqa: E402
 
+from scripts import bench_peers  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
 
 AUTH = "Bearer bench-key"
@@ -311,7 +312,10 @@ def seed_cache(path: Path, upstream_port: int) -> None:
 
 @dataclass
 class Result:
-    samples: dict[str, list[float]] = field(default_factory=lambda: {t: [] for t in TARGETS})
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, target: str, value: float) -> None:
+        self.samples.setdefault(target, []).append(value)
 
     def median(self, target: str) -> float:
         return statistics.median(self.samples[target])
@@ -322,9 +326,10 @@ class Result:
         return statistics.median(a / b for a, b in zip(self.samples[over], self.samples[under], strict=True))
 
 
-def rounds(count: int) -> list[tuple[str, ...]]:
+def rounds(count: int, targets: tuple[str, ...] = TARGETS) -> list[tuple[str, ...]]:
     """The order of the targets in each round, rotated so none always goes first."""
-    return [TARGETS[i % 3 :] + TARGETS[: i % 3] for i in range(count)]
+    n = len(targets)
+    return [targets[i % n :] + targets[: i % n] for i in range(count)]
 
 
 def settle(client: httpx.Client) -> float:
@@ -337,16 +342,18 @@ def settle(client: httpx.Client) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def sequential(clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int) -> Result:
+def sequential(
+    clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int, targets=TARGETS
+) -> Result:
     result = Result()
-    for k, order in enumerate(rounds(count)):
+    for k, order in enumerate(rounds(count, targets)):
         body = bodies(k)
         for target in order:
             started = time.perf_counter()
             response = clients[target].post(path, content=body, headers=HEADERS)
             response.read()
-            result.samples[target].append((time.perf_counter() - started) * 1000)
-            assert response.status_code == 200, response.text[:200]
+            result.add(target, (time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, f"{target}: {response.status_code} {response.text[:200]}"
             settle(clients[target])
     return result
 
@@ -425,12 +432,13 @@ def streamed(
     body: bytes = CHAT_STREAM,
     ask: str = "x-bench-events",  # the header that asks the fake for `events` events (x-bench-frames: frames)
     dense: str | None = None,  # a dialect of the fake's DENSE_STREAMS
+    targets: tuple[str, ...] = TARGETS,
 ) -> tuple[Result, Result, Result]:
     """The time to the first piece of each answer, to its end, and of a small request sent the moment it ended
     (which waits for the addon's reading of the answer, if that was not done yet)."""
     first, total, after = Result(), Result(), Result()
     headers = {**HEADERS, ask: str(events)} | ({"x-bench-dense": dense} if dense else {})
-    for order in rounds(count):
+    for order in rounds(count, targets):
         for target in order:
             started = time.perf_counter()
             arrived = None
@@ -438,9 +446,10 @@ def streamed(
                 for _ in response.iter_raw():
                     arrived = arrived or time.perf_counter()
             ended = time.perf_counter()
-            first.samples[target].append(((arrived or ended) - started) * 1000)
-            total.samples[target].append((ended - started) * 1000)
-            after.samples[target].append(settle(clients[target]))
+            assert response.status_code == 200, f"{target}: {response.status_code}"
+            first.add(target, ((arrived or ended) - started) * 1000)
+            total.add(target, (ended - started) * 1000)
+            after.add(target, settle(clients[target]))
     return first, total, after
 
 
@@ -468,8 +477,50 @@ def concurrent(urls: dict[str, str], count: int, *, clients: int = 32, turns: in
     result = Result()
     for order in rounds(count):
         for target in order:
-            result.samples[target].append(asyncio.run(_conversations(urls[target], clients, turns, events)))
+            result.add(target, asyncio.run(_conversations(urls[target], clients, turns, events)))
     return result
+
+
+# --- peers -----------------------------------------------------------------------------------------
+
+# The workloads the peers run on, where each applies (bench_peers.Peer.workloads): key, label, how it is sent.
+PEER_WORKLOADS = (
+    ("a", "a  small POST, not LLM", "request"),
+    ("b", "b  chat 100 KB", "request"),
+    ("b2_400", "b2 chat 1 MB / 400 msgs session", "request"),
+    ("d", "d  2000-event chat stream", "stream"),
+    ("s_anthropic", "s  anthropic thinking_delta stream", "stream"),
+)
+
+
+def peer_results(
+    clients: dict[str, httpx.Client], running: list[bench_peers.RunningPeer], bodies: Bodies, count: int
+) -> list[dict]:
+    """Each workload sent to the three targets and every peer it applies to, interleaved round by round."""
+    rows = []
+    paths = {key: path for key, _, path, _ in REQUEST_WORKLOADS}
+    paths["a"] = "/v1/telemetry"
+    dense = {key: (path, body, name) for key, _, path, body, name in DENSE_STREAMS}
+    for key, label, how in PEER_WORKLOADS:
+        targets = TARGETS + tuple(peer.peer.name for peer in running if key in peer.peer.workloads)
+        if how == "request":
+            results = {"p50": sequential(clients, paths[key], bodies.body(key), count, targets)}
+        else:
+            path, body, name = dense.get(key, ("/v1/chat/completions", CHAT_STREAM, None))
+            first, total, _ = streamed(clients, 2000, count, path=path, body=body, dense=name, targets=targets)
+            results = {"first event": first, "total": total}
+        for measure, result in results.items():
+            rows.append(
+                {
+                    "workload": f"{label}: {measure}",
+                    "key": key,
+                    "rounds": count,
+                    "ms": {target: result.median(target) for target in targets},
+                    "over_plain": {target: result.ratio(target, "plain") for target in targets},
+                    "over_direct": {target: result.ratio(target, "direct") for target in targets},
+                }
+            )
+    return rows
 
 
 # --- in process ----------------------------------------------------------------------------------
@@ -745,6 +796,24 @@ def flat(long: Result, short: Result) -> dict[str, float | bool]:
     return {"added_ms_400": at_400, "added_ms_40": at_40, "ratio": ratio, "meets_target": ratio <= FLATNESS_LIMIT}
 
 
+def render_peers(rows: list[dict], peers: bench_peers.Peers) -> str:
+    if not rows and not peers.failed:
+        return ""
+    lines = ["", "peers (median ms; / plain mitmdump; / direct), interleaved with the three targets:"]
+    for row in rows:
+        cells = [
+            f"{target} {row['ms'][target]:.2f} ({row['over_plain'][target]:.2f}; {row['over_direct'][target]:.2f})"
+            for target in row["ms"]
+            if target != "direct"
+        ]
+        lines.append(f"  {row['workload']:44} direct {row['ms']['direct']:.2f}  " + "  ".join(cells))
+    for peer in peers.running:
+        lines.append(f"  {peer.peer.requirement}: {peer.peer.what}")
+    for failure in peers.failed:
+        lines.append(f"  {failure.name}: not run: {failure.reason}")
+    return "\n".join(lines)
+
+
 def render(rows: list[dict], inproc: dict, mem: dict, flatness: dict) -> str:
     lines = [
         f"{'workload':44} {'direct':>10} {'plain':>10} {'addon':>10} {'plain/direct':>13} {'addon/plain':>12}  target",
@@ -782,6 +851,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("bench-results.json"), help="where to write the JSON results")
     parser.add_argument("--quick", action="store_true", help="fewer rounds: a smoke run, not figures to quote")
+    parser.add_argument(
+        "--no-peers", action="store_true", help="leave out the peers (scripts/bench_peers.py), and their install"
+    )
     args = parser.parse_args()
     scale = 0.2 if args.quick else 1.0
     started = time.monotonic()
@@ -803,6 +875,7 @@ def main() -> int:
             f"llm_log={scratch / 'events.jsonl'}",
             confdir=scratch / "conf",
         )
+        peers = bench_peers.Peers()
         try:
             plain.start()
             addon.start()
@@ -838,7 +911,7 @@ def main() -> int:
                 ratio_row("d2 2000-frame Bedrock stream: next request", "d_frames_next", after, "ms"),
             ]
             for key, label, path, body, dense in DENSE_STREAMS:
-                first, total, after = streamed(clients, 2000, n(40), path=path, body=body, dense=dense)
+                first, total, after = streamed(clients, 2000, n(60), path=path, body=body, dense=dense)
                 rows += [
                     ratio_row(f"{label}: first event", f"{key}_first", first, "ms"),
                     ratio_row(f"{label}: total", f"{key}_total", total, "ms"),
@@ -849,17 +922,25 @@ def main() -> int:
                     "e  32 concurrent streams: turns/s", "e", concurrent(urls, n(7) if not args.quick else 2), "/s"
                 )
             )
+            peers = bench_peers.Peers() if args.no_peers else bench_peers.start_all(port, scratch / "peers")
+            for peer in peers.running:
+                pin(peer.pid, 1)
+                clients[peer.peer.name] = httpx.Client(**peer.client_options(urls["direct"]), timeout=60)
+            peer_rows = peer_results(clients, peers.running, bodies, n(30)) if peers.running else []
+            peers.stop()
             for client in clients.values():
                 client.close()
             inproc = in_process(bodies, port, scratch, args.quick)
             mem = memory(addon, args.quick)
             plain_mem = memory(plain, True)
         finally:
+            peers.stop()
             plain.stop()
             addon.stop()
             upstream.terminate()
     report = render(rows, inproc, mem, flatness)
     print(report)
+    print(render_peers(peer_rows, peers))
     print(
         f"(plain mitmdump for comparison: {plain_mem['rss_growth_over_turns_mb']:+.1f} MB over "
         f"{plain_mem['turns']} turns, {plain_mem['rss_growth_during_50mb_stream_mb']:+.1f} MB during the 50 MB stream)"
@@ -873,6 +954,9 @@ def main() -> int:
                 "flatness": flatness,
                 "in_process": inproc,
                 "memory": mem,
+                "peers": peer_rows,
+                "peer_versions": {peer.peer.name: peer.peer.requirement for peer in peers.running},
+                "peer_failures": {failure.name: failure.reason for failure in peers.failed},
                 "plain_memory": plain_mem,
                 "seconds": elapsed,
                 "quick": args.quick,
