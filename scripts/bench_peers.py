@@ -30,11 +30,20 @@ def free_port() -> int:
 
 
 @dataclass(frozen=True)
+class Route:
+    """One way clients use a peer: a target of its own in the bench's rounds."""
+
+    name: str
+    workloads: frozenset[str]  # the bench's workloads it applies to
+    prefix: str = ""  # what the client puts before the provider's path
+
+
+@dataclass(frozen=True)
 class Peer:
     name: str
     requirement: str  # what pip installs, pinned: figures are quoted for this version
     what: str  # what it is and how it runs here, for the report
-    workloads: frozenset[str]  # the bench's workloads it applies to
+    routes: tuple[Route, ...]
     command: Callable[[Path, int, int, Path], list[str]]  # (venv, upstream port, listen port, scratch) -> argv
     env: Callable[[Path], dict[str, str]] = lambda scratch: {}
     forward: bool = False  # a forward proxy: clients send to the fake through it, not to it as a base URL
@@ -54,11 +63,15 @@ class RunningPeer:
     def pid(self) -> int:
         return self.process.pid
 
-    def client_options(self, upstream_url: str) -> dict[str, object]:
-        """httpx.Client arguments that send the bench's requests through this peer."""
+    def client_options(self, route: Route, upstream_url: str) -> dict[str, object]:
+        """httpx.Client arguments that send the bench's requests through this peer, by one of its routes."""
         if self.peer.forward:
-            return {"base_url": upstream_url, "proxy": f"http://127.0.0.1:{self.port}", "trust_env": False}
-        return {"base_url": f"http://127.0.0.1:{self.port}", "trust_env": False}
+            return {
+                "base_url": upstream_url + route.prefix,
+                "proxy": f"http://127.0.0.1:{self.port}",
+                "trust_env": False,
+            }
+        return {"base_url": f"http://127.0.0.1:{self.port}{route.prefix}", "trust_env": False}
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -161,7 +174,7 @@ CLAUDE_TAP = Peer(
     name="claude-tap",
     requirement="claude-tap==0.1.146",
     what="LLM trace recorder (aiohttp reverse proxy); every request and answer into its SQLite trace database",
-    workloads=frozenset({"a", "b", "b2_400", "d", "s_anthropic"}),
+    routes=(Route("claude-tap", frozenset({"a", "b", "b2_400", "d", "s_anthropic"})),),
     command=lambda venv, upstream, port, home: [
         str(venv / "bin" / "claude-tap"),
         "--tap-no-launch",  # else it starts the `claude` CLI itself
@@ -191,7 +204,7 @@ LLM_INTERCEPTOR = Peer(
         "request and answer event as JSONL; its web UI cannot be turned off; it reads a stream whole before the "
         "client gets any of it"
     ),
-    workloads=frozenset({"a", "b", "b2_400", "d", "s_anthropic"}),
+    routes=(Route("llm-interceptor", frozenset({"a", "b", "b2_400", "d", "s_anthropic"})),),
     command=lambda venv, upstream, port, home: [
         str(venv / "bin" / "lli"),
         "watch",
@@ -208,4 +221,65 @@ LLM_INTERCEPTOR = Peer(
     stdin=True,  # `lli watch` stops cleanly when its stdin closes
 )
 
-PEERS: tuple[Peer, ...] = (CLAUDE_TAP, LLM_INTERCEPTOR)
+
+def litellm_config(home: Path, upstream_port: int) -> None:
+    """Its gateway routes the bench's models to the fake (chat completions, sent on as OpenAI-compatible), and its
+    generic pass-through endpoint `/fake` sends any path on with the client's headers."""
+    models = "".join(
+        f"""
+  - model_name: {model}
+    litellm_params:
+      model: openai/{model}
+      api_base: http://127.0.0.1:{upstream_port}/v1
+      api_key: bench-key
+"""
+        for model in ("gemini-3-pro-preview", "deepseek-v4-flash")
+    )
+    (home / "config.yaml").write_text(
+        f"""model_list:{models}
+general_settings:
+  forward_client_headers_to_llm_api: true  # the fake is asked for its answer in x-bench-* headers
+  pass_through_endpoints:
+    - path: /fake
+      target: http://127.0.0.1:{upstream_port}
+      include_subpath: true
+      forward_headers: true
+"""
+    )
+
+
+LITELLM = Peer(
+    name="litellm",
+    requirement="litellm[proxy]==1.106.2",
+    what=(
+        "LLM gateway (FastAPI on uvicorn, one worker, no database); 'litellm pass-through' is its generic "
+        "pass-through endpoint (answers passed on as received; request JSON parsed and sent again), 'litellm "
+        "gateway' its own /v1/chat/completions, which re-encodes every chunk of an answer"
+    ),
+    routes=(
+        Route("litellm pass-through", frozenset({"b", "b2_400", "d", "s_anthropic"}), "/fake"),
+        Route("litellm gateway", frozenset({"b", "b2_400", "d"})),
+    ),
+    command=lambda venv, upstream, port, home: [
+        str(venv / "bin" / "litellm"),
+        "--config",
+        str(home / "config.yaml"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--num_workers",
+        "1",
+    ],
+    env=lambda home: {
+        "LITELLM_MASTER_KEY": "bench-key",  # it refuses to start without one; clients send it
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # else it fetches its cost map from GitHub at import
+        "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS": "True",  # else fetched from GitHub on a first Anthropic request
+        "LITELLM_LOG": "ERROR",
+        "LITELLM_DONT_SHOW_FEEDBACK_BOX": "true",
+    },
+    setup=litellm_config,
+    stop_signal=signal.SIGTERM,
+)
+
+PEERS: tuple[Peer, ...] = (CLAUDE_TAP, LLM_INTERCEPTOR, LITELLM)
