@@ -109,6 +109,7 @@ class RequestRepair:
             meta = flow_meta(flow)
             if meta is not None:  # the report shows the proxy's own time beside the provider's
                 meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
+        self.runtime.history.release()
 
     def _note_rotating(self, host: str, kind: str) -> None:
         """Says once per host and kind of credential that repair will not outlive the credential."""

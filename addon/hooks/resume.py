@@ -139,6 +139,7 @@ def remember_whole(
             tally=tally,
             found=dict(plan.cache.found),
             used=list(plan.cache.used),
+            used_ids={record.response_id for record in plan.cache.used},
             mismatched=dict(plan.cache.mismatched),
             pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan),
             unique_ids={name for item in items for name in wire_format.resume.unique_ids(item)},
@@ -205,10 +206,15 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
         if entry.sent is None or pieces is None:
             return None  # the earlier items were sent as the client wrote them: the whole body is written once
         sent = continue_body(entry.sent, kept, pieces)
-    found = {**entry.found, **plan.cache.found} if plan.cache.found else entry.found
-    known = {record.response_id for record in entry.used}
-    used = entry.used + [record for record in plan.cache.used if record.response_id not in known]
-    mismatched = {**entry.mismatched, **plan.cache.mismatched}
+    # What the conversation found, used and refused so far goes on in place, not copied a turn: the matched request
+    # is forgotten (HistoryMemory.match), and nothing else holds these.
+    found, used, mismatched = entry.found, entry.used, entry.mismatched
+    found.update(plan.cache.found)
+    mismatched.update(plan.cache.mismatched)
+    for record in plan.cache.used:
+        if record.response_id not in entry.used_ids:
+            entry.used_ids.add(record.response_id)
+            used.append(record)
     earlier_by_kind = dict(entry.tally.by_kind)  # the tally goes on with this turn's repairs
     tally = entry.tally.add(fresh)
     memory.remember(
@@ -226,6 +232,7 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
             tally=tally,
             found=found,
             used=used,
+            used_ids=entry.used_ids,
             mismatched=mismatched,
             pending=_pending(reading, doc, entry.model, len(window), plan),
             unique_ids=entry.unique_ids,
