@@ -178,14 +178,20 @@ def test_other_traffic_is_not_touched(addons, flow: http.HTTPFlow) -> None:
     assert "llm" not in flow.metadata and not flow.response.stream
 
 
-def test_a_reader_that_breaks_never_breaks_the_stream(addons) -> None:
-    config, repair, capture, _ = addons
+def streamed_flow(repair, capture) -> tuple[http.HTTPFlow, ResponseTap]:
+    """A streamed chat request, read by the repair addon, and the tap its answer's headers got."""
     flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
     repair.request(flow)
     flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
     capture.responseheaders(flow)
     tap = flow.response.stream
     assert isinstance(tap, ResponseTap)
+    return flow, tap
+
+
+def test_a_reader_that_breaks_never_breaks_the_stream(addons) -> None:
+    config, repair, capture, _ = addons
+    flow, tap = streamed_flow(repair, capture)
 
     def explode(event: object) -> None:
         raise ValueError("reader bug")
@@ -208,12 +214,7 @@ async def test_a_stream_is_read_once_its_response_hook_returned(addons) -> None:
     """mitmproxy sends the client the end of a stream when the response hooks return: the reading waits until the
     loop's next turn, and is done before the loop reads anything else (the next request finds the entry)."""
     config, repair, capture, _ = addons
-    flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
-    repair.request(flow)
-    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
-    capture.responseheaders(flow)
-    tap = flow.response.stream
-    assert isinstance(tap, ResponseTap)
+    flow, tap = streamed_flow(repair, capture)
     for piece in [*STREAMED_CALL, b""]:
         assert tap(piece) is piece
     capture.response(flow)
@@ -249,11 +250,8 @@ def test_a_stream_is_held_unread_up_to_its_bound_and_read_as_it_passes_past_it(m
 
 def test_a_cut_stream_is_read_at_once(addons) -> None:
     config, repair, capture, _ = addons
-    flow = chat_flow({"model": "m", "messages": [{"role": "user", "content": "x"}], "stream": True})
-    repair.request(flow)
-    flow.response = tutils.tresp(headers=http.Headers(content_type="text/event-stream"), content=None)
-    capture.responseheaders(flow)
-    flow.response.stream(STREAMED_CALL[0])
+    flow, tap = streamed_flow(repair, capture)
+    tap(STREAMED_CALL[0])
     capture.error(flow)
     assert flow.metadata["llm"]["captured"][0]["tool_calls"] == ["call_7"]
 
