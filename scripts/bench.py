@@ -430,6 +430,17 @@ TARGET_RATIOS |= {
 }
 
 
+@dataclass
+class Streamed:
+    """Per answer: the time to its first piece, to its end, of a small request sent the moment it ended (which waits
+    for the addon's reading of the answer, if that was not done yet), and how many pieces the client read of it."""
+
+    first: Result = field(default_factory=Result)
+    total: Result = field(default_factory=Result)
+    after: Result = field(default_factory=Result)
+    reads: Result = field(default_factory=Result)
+
+
 def streamed(
     clients: dict[str, httpx.Client],
     events: int,
@@ -440,24 +451,35 @@ def streamed(
     ask: str = "x-bench-events",  # the header that asks the fake for `events` events (x-bench-frames: frames)
     dense: str | None = None,  # a dialect of the fake's DENSE_STREAMS
     targets: tuple[str, ...] = TARGETS,
-) -> tuple[Result, Result, Result]:
-    """The time to the first piece of each answer, to its end, and of a small request sent the moment it ended
-    (which waits for the addon's reading of the answer, if that was not done yet)."""
-    first, total, after = Result(), Result(), Result()
+) -> Streamed:
+    out = Streamed()
     headers = {**HEADERS, ask: str(events)} | ({"x-bench-dense": dense} if dense else {})
     for order in rounds(count, targets):
         for target in order:
             started = time.perf_counter()
             arrived = None
+            reads = 0
             with clients[target].stream("POST", path, content=body, headers=headers) as response:
                 for _ in response.iter_raw():
                     arrived = arrived or time.perf_counter()
+                    reads += 1
             ended = time.perf_counter()
             assert response.status_code == 200, f"{target}: {response.status_code}"
-            first.add(target, ((arrived or ended) - started) * 1000)
-            total.add(target, (ended - started) * 1000)
-            after.add(target, settle(clients[target]))
-    return first, total, after
+            out.first.add(target, ((arrived or ended) - started) * 1000)
+            out.total.add(target, (ended - started) * 1000)
+            out.after.add(target, settle(clients[target]))
+            out.reads.add(target, reads)
+    return out
+
+
+def stream_rows(label: str, keys: tuple[str, str, str], result: Streamed) -> list[dict]:
+    """The rows of one stream workload: first event, total and next request, under their keys in TARGET_RATIOS."""
+    return [
+        ratio_row(f"{label}: {measure}", key, value, "ms")
+        for measure, key, value in zip(
+            ("first event", "total", "next request"), keys, (result.first, result.total, result.after), strict=True
+        )
+    ]
 
 
 async def _conversations(base_url: str, clients: int, turns: int, events: int) -> float:
@@ -518,19 +540,20 @@ def peer_results(
         else:
             path, body, name = dense.get(key, ("/v1/chat/completions", CHAT_STREAM, None))
             streamed(clients, 2000, 1, path=path, body=body, dense=name, targets=targets)
-            first, total, _ = streamed(clients, 2000, count, path=path, body=body, dense=name, targets=targets)
-            results = {"first event": first, "total": total}
+            stream = streamed(clients, 2000, count, path=path, body=body, dense=name, targets=targets)
+            results = {"first event": stream.first, "total": stream.total}
         for measure, result in results.items():
-            rows.append(
-                {
-                    "workload": f"{label}: {measure}",
-                    "key": key,
-                    "rounds": count,
-                    "ms": {target: result.median(target) for target in targets},
-                    "over_plain": {target: result.ratio(target, "plain") for target in targets},
-                    "over_direct": {target: result.ratio(target, "direct") for target in targets},
-                }
-            )
+            row = {
+                "workload": f"{label}: {measure}",
+                "key": key,
+                "rounds": count,
+                "ms": {target: result.median(target) for target in targets},
+                "over_plain": {target: result.ratio(target, "plain") for target in targets},
+                "over_direct": {target: result.ratio(target, "direct") for target in targets},
+            }
+            if measure == "total":  # how many pieces a client reads of a stream: a proxy may pass it on in fewer
+                row["reads"] = {target: stream.reads.median(target) for target in targets}
+            rows.append(row)
     return rows
 
 
@@ -818,6 +841,9 @@ def render_peers(rows: list[dict], peers: bench_peers.Peers) -> str:
             if target != "direct"
         ]
         lines.append(f"  {row['workload']:44} direct {row['ms']['direct']:.2f}  " + "  ".join(cells))
+        if "reads" in row:
+            reads = "  ".join(f"{target} {count:.0f}" for target, count in row["reads"].items())
+            lines.append(f"  {'  pieces the client read of each':44} {reads}")
     for peer in peers.running:
         lines.append(f"  {peer.peer.requirement}: {peer.peer.what}")
     for failure in peers.failed:
@@ -907,27 +933,17 @@ def main() -> int:
             }
             rows = [ratio_row(label, key, results[key], "ms") for key, label, _, _ in REQUEST_WORKLOADS]
             flatness = {name: flat(results[long], results[short]) for name, (long, short) in FLATNESS.items()}
-            first, total, after = streamed(clients, 2000, n(60))
-            rows += [
-                ratio_row("d  2000-event stream: first event", "d_first_event", first, "ms"),
-                ratio_row("d  2000-event stream: total", "d_total", total, "ms"),
-                ratio_row("d  2000-event stream: next request", "d_next", after, "ms"),
-            ]
-            first, total, after = streamed(
-                clients, 2000, n(60), path=BEDROCK_STREAM_PATH, body=BEDROCK_STREAM, ask="x-bench-frames"
+            rows += stream_rows(
+                "d  2000-event stream", ("d_first_event", "d_total", "d_next"), streamed(clients, 2000, n(60))
             )
-            rows += [
-                ratio_row("d2 2000-frame Bedrock stream: first event", "d_frames_first_event", first, "ms"),
-                ratio_row("d2 2000-frame Bedrock stream: total", "d_frames_total", total, "ms"),
-                ratio_row("d2 2000-frame Bedrock stream: next request", "d_frames_next", after, "ms"),
-            ]
+            rows += stream_rows(
+                "d2 2000-frame Bedrock stream",
+                ("d_frames_first_event", "d_frames_total", "d_frames_next"),
+                streamed(clients, 2000, n(60), path=BEDROCK_STREAM_PATH, body=BEDROCK_STREAM, ask="x-bench-frames"),
+            )
             for key, label, path, body, dense in DENSE_STREAMS:
-                first, total, after = streamed(clients, 2000, n(100), path=path, body=body, dense=dense)
-                rows += [
-                    ratio_row(f"{label}: first event", f"{key}_first", first, "ms"),
-                    ratio_row(f"{label}: total", f"{key}_total", total, "ms"),
-                    ratio_row(f"{label}: next request", f"{key}_next", after, "ms"),
-                ]
+                result = streamed(clients, 2000, n(100), path=path, body=body, dense=dense)
+                rows += stream_rows(label, (f"{key}_first", f"{key}_total", f"{key}_next"), result)
             rows.append(
                 ratio_row(
                     "e  32 concurrent streams: turns/s", "e", concurrent(urls, n(7) if not args.quick else 2), "/s"

@@ -8,6 +8,7 @@ the internet or start a browser turned off. `scripts/bench --no-peers` leaves th
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -113,7 +114,7 @@ def ensure_installed(peer: Peer) -> Path:
     if marker.exists() and marker.read_text() == peer.requirement:
         return venv
     if venv.exists():
-        subprocess.run(["rm", "-rf", str(venv)], check=True)
+        shutil.rmtree(venv)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
     started = time.monotonic()
     result = subprocess.run(

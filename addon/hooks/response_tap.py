@@ -132,6 +132,8 @@ class ResponseTap:
         batch: list[bytes] = []
         size = 0
         for chunk in backlog:
+            if self._parser is None:  # the copy stopped being read: the rest is let go of
+                return
             batch.append(chunk)
             size += len(chunk)
             if size >= BACKLOG_BYTES or len(batch) >= BACKLOG_CHUNKS:

@@ -207,7 +207,8 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
             return None  # the earlier items were sent as the client wrote them: the whole body is written once
         sent = continue_body(entry.sent, kept, pieces)
     # What the conversation found, used and refused so far goes on in place, not copied a turn: the matched request
-    # is forgotten (HistoryMemory.match), and nothing else holds these.
+    # is forgotten (HistoryMemory.match). An earlier turn's plan, kept to explain an error, then sees later turns'
+    # records beside its own; it drops only those its own repairs inserted (RepairPlan.cache_entries).
     found, used, mismatched = entry.found, entry.used, entry.mismatched
     found.update(plan.cache.found)
     mismatched.update(plan.cache.mismatched)
