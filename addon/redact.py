@@ -9,6 +9,7 @@ prefixes (hf_, gsk_, xai-, sk-ant-), and it reports a partial match for longer k
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -67,6 +68,7 @@ CREDENTIAL_WORDS = frozenset(
 NOT_CREDENTIAL_HEADERS = frozenset({"idempotency-key", "x-idempotency-key", "sec-websocket-key"})
 
 
+@functools.lru_cache(maxsize=1024)  # asked of every header of every LLM request; clients send the same few names
 def is_credential_header(name: str, also: frozenset[str] = frozenset()) -> bool:
     """Whether a request header carries a credential: a known name, one of `also` (lower case), or a name that
     says so ("x-myproxy-api-key", "x-gateway-token")."""

@@ -21,6 +21,7 @@ counts as it is, and `Identity.rotating` says what it is.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -71,25 +72,41 @@ class Identity:
     values: tuple[str, ...] = field(repr=False)  # credentials: never shown
     derived: bool  # a rotating credential stands there as the account it names
     rotating: str | None  # a credential that rotates with no account readable in it (what kind, never its value)
+    fingerprint: str = field(init=False)
 
-    @property
-    def fingerprint(self) -> str:
-        return (account_fingerprint if self.derived else credential_fingerprint)(list(self.values))
+    def __post_init__(self) -> None:
+        values = list(self.values)
+        fingerprint = account_fingerprint(values) if self.derived else credential_fingerprint(values)
+        object.__setattr__(self, "fingerprint", fingerprint)
 
 
 def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -> Identity:
     """What identifies the caller, in a fixed order: `name:value` of each credential header (`name=kind:identity`
     where the value is a rotating credential whose account can be read), `?name=value` of each secret query
     parameter; the cookie only when there is nothing else."""
-    headers = sorted(
-        (name.lower(), value) for name, value in request.headers.items(multi=True) if is_credential_header(name, also)
+    headers = tuple(field for field in request.headers.fields if is_credential_header(_text(field[0]), also))
+    query = tuple(
+        (name, value)
+        for name, value in (request.query.items(multi=True) if "?" in request.path else ())  # parsing costs
+        if name.lower() in SECRET_QUERY_PARAMS
     )
-    query = sorted(
-        (name, value) for name, value in request.query.items(multi=True) if name.lower() in SECRET_QUERY_PARAMS
-    )
-    chosen = [(name, value) for name, value in headers if name not in _COOKIE_HEADERS]
-    if not chosen and not query:
-        return Identity(tuple(f"{name}:{value}" for name, value in headers), derived=False, rotating=None)
+    return _identity(headers, query)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "surrogateescape")  # as mitmproxy reads a header
+
+
+# Every LLM request asks this, on its way to the provider, and a client sends the same credentials turn after turn:
+# reading and hashing them again each time cost more than the rest of a request's check. The credentials stay in
+# this process's memory only, as mitmproxy's own flows hold them.
+@functools.lru_cache(maxsize=256)
+def _identity(headers: tuple[tuple[bytes, bytes], ...], query: tuple[tuple[str, str], ...]) -> Identity:
+    credentials = sorted((_text(name).lower(), _text(value)) for name, value in headers)
+    secret_query = sorted(query)
+    chosen = [(name, value) for name, value in credentials if name not in _COOKIE_HEADERS]
+    if not chosen and not secret_query:
+        return Identity(tuple(f"{name}:{value}" for name, value in credentials), derived=False, rotating=None)
     entries: list[tuple[str, str, str]] = []  # (name, what stands for the value, the entry)
     derived, rotating = False, None
     for name, value in chosen:
@@ -100,9 +117,9 @@ def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -
         else:
             entries.append((name, value, f"{name}:{value}"))
             rotating = rotating or rotating_kind(value)
-    for name, value in query:
+    for name, value in secret_query:
         rotating = rotating or rotating_kind(value)
-    values = [entry for _, _, entry in sorted(entries)] + sorted(f"?{name}={value}" for name, value in query)
+    values = [entry for _, _, entry in sorted(entries)] + sorted(f"?{name}={value}" for name, value in secret_query)
     return Identity(tuple(values), derived=derived, rotating=rotating)
 
 

@@ -19,7 +19,7 @@ from ..redact import masked_logger, redact_url
 from ..sse_parser import is_event_stream
 from ..storable import storable
 from .annotate import add_comment, flow_meta, report_skip
-from .failopen import fail_open
+from .failopen import FailOpen
 from .response_tap import ResponseTap, TapResult
 from .runtime import Runtime
 
@@ -42,7 +42,7 @@ class ResponseCapture:
         meta = flow_meta(flow)
         if meta is None or flow.response is None or not self.runtime.ready:
             return
-        with fail_open(flow.id, "response capture", self.runtime.events):
+        with FailOpen(flow.id, "response capture", self.runtime.events):
             if callable(flow.response.stream):
                 reason = "another addon already streams this response; reasoning not captured"
                 report_skip(flow, reason, self.runtime.events)
@@ -86,7 +86,7 @@ class ResponseCapture:
                 flow.response.raw_content = body
 
     def _failing_open(self, flow: http.HTTPFlow) -> AbstractContextManager[None]:
-        return fail_open(flow.id, "response capture", self.runtime.events)
+        return FailOpen(flow.id, "response capture", self.runtime.events)
 
     def _commit(self, flow: http.HTTPFlow, result: TapResult) -> None:
         """Stores the reasoning the tap read of an answer, and says what became of it."""

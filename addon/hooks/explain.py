@@ -38,7 +38,7 @@ from ..records import RepairAction, Violation, display_call_id, summarize_action
 from ..redact import masked_logger, redact_url
 from ..signing import SIGNED_REMEDY
 from .annotate import add_comment, flow_meta
-from .failopen import fail_open
+from .failopen import FailOpen
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
@@ -229,7 +229,7 @@ class ErrorExplainer:
             return
         # The next turn is read whole: what was remembered may be what the provider refused, or depend on it.
         self.runtime.history.forget_scope(meta.get("scope", ""))
-        with fail_open(flow.id, "error diagnosis", self.runtime.events):
+        with FailOpen(flow.id, "error diagnosis", self.runtime.events):
             self._explain(flow, meta)
 
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:

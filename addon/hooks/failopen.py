@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 from ..events import EventLog, Failure
 from ..redact import masked_logger, redact_text
@@ -11,12 +10,31 @@ from ..redact import masked_logger, redact_text
 logger = masked_logger(__name__)
 
 
-@contextmanager
-def fail_open(flow_id: str, stage: str, events: EventLog | None) -> Iterator[None]:
-    try:
-        yield
-    except Exception as e:
+class FailOpen:
+    """Swallows an exception raised inside it, after saying where it happened.
+
+    A class, not a generator-based context manager: it wraps every LLM request's hooks, on the way to the
+    provider's first event, where contextlib's machinery cost more than the hook's own work."""
+
+    __slots__ = ("flow_id", "stage", "events")
+
+    def __init__(self, flow_id: str, stage: str, events: EventLog | None) -> None:
+        self.flow_id = flow_id
+        self.stage = stage
+        self.events = events
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, e: BaseException | None, traceback: TracebackType | None
+    ) -> bool:
+        if e is None or not isinstance(e, Exception):
+            return False  # nothing raised, or what must go on (KeyboardInterrupt, SystemExit)
         error = redact_text(f"{type(e).__name__}: {e}")
-        logger.warning("llm-reasoning-proxy: %s failed on flow %s, forwarded unchanged: %s", stage, flow_id, error)
-        if events is not None:
-            events.write(Failure(flow_id=flow_id, stage=stage, error=error))
+        logger.warning(
+            "llm-reasoning-proxy: %s failed on flow %s, forwarded unchanged: %s", self.stage, self.flow_id, error
+        )
+        if self.events is not None:
+            self.events.write(Failure(flow_id=self.flow_id, stage=self.stage, error=error))
+        return True

@@ -20,7 +20,7 @@ from ..redact import masked_logger, redact_url
 from ..scope import caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
 from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip
-from .failopen import fail_open
+from .failopen import FailOpen
 from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
 
@@ -81,13 +81,14 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
     Nothing is decoded before the method and path say the request may be LLM traffic, and then no more than
     MAX_DECODED_BYTES; a body that decodes to more, or is not what its encoding says, raises UnreadableBody.
     """
-    if request.raw_content is None or not formats.routed(request.method, request.path):  # None: streamed through
+    method, path = request.method, request.path  # mitmproxy decodes them anew on each access
+    if request.raw_content is None or not formats.routed(method, path):  # None: streamed through
         return None
     try:
         body = message_body(request, MAX_DECODED_BYTES)
     except Undecodable as e:
         raise UnreadableBody(f"request body {e}") from None
-    wire_format = formats.claim(request.method, request.path, body)
+    wire_format = formats.claim(method, path, body)
     return (wire_format, body) if wire_format is not None else None
 
 
@@ -104,7 +105,7 @@ class RequestRepair:
         if flow.request.method != "POST" or flow.response is not None or not self.runtime.ready:
             return
         started = time.perf_counter()
-        with fail_open(flow.id, "request repair", self.runtime.events):
+        with FailOpen(flow.id, "request repair", self.runtime.events):
             self._request(flow)
             meta = flow_meta(flow)
             if meta is not None:  # the report shows the proxy's own time beside the provider's

@@ -78,19 +78,16 @@ class ResponseTap:
         self._decoder: BoundedDecoder | None = None
         self._skippable = reader.skippable
         self._parser: SSEParser | FrameEvents | None = None
+        # A 2xx event stream is read; its decoder and parser are made when the reading starts, not on the way to
+        # the first event.
+        self._reading = read and sse
+        self._aws_frames = aws_frames
         self._backlog: list[bytes] = []
         # While the copy is held (up to MAX_HELD_STREAM_BYTES), nothing of it is read until the end.
         self._holding = True
         self._unreadable_frames = 0  # AWS event frames that carried nothing a reader takes
         self._backlog_size = 0
         self.seconds = 0.0  # spent reading: what the proxy's own time on this answer is made of
-        if read and sse:
-            try:
-                # A compressed stream's copy is decoded piece by piece and no further than the bound.
-                self._decoder = BoundedDecoder(content_encoding, MAX_DECODED_BYTES)
-                self._parser = FrameEvents() if aws_frames else SSEParser()
-            except UnsupportedEncoding as e:
-                self._stop(str(e))
 
     def __call__(self, chunk: bytes) -> bytes:
         if not chunk:
@@ -106,7 +103,7 @@ class ResponseTap:
                 self._kept = None
                 if not self._sse:
                     self._stop(f"response body larger than {MAX_DOCUMENT_BYTES} bytes, not read")
-        if self._parser is not None:
+        if self._reading:
             # Set aside and read at the end, once the client has all of it; past the bound, read in batches as it
             # passes: one warm pass over many chunks costs far less than a cold call per chunk between mitmproxy's
             # own work, and the stream is not held up at all.
@@ -127,7 +124,18 @@ class ResponseTap:
         finally:
             self.seconds += time.perf_counter() - started
 
+    def _start_reading(self) -> None:
+        if self._parser is not None or not self._reading:
+            return
+        try:
+            # A compressed stream's copy is decoded piece by piece and no further than the bound.
+            self._decoder = BoundedDecoder(self._encoding, MAX_DECODED_BYTES)
+            self._parser = FrameEvents() if self._aws_frames else SSEParser()
+        except UnsupportedEncoding as e:
+            self._stop(str(e))
+
     def _read_pending(self) -> None:
+        self._start_reading()
         backlog, self._backlog, self._backlog_size = self._backlog, [], 0
         batch: list[bytes] = []
         size = 0
@@ -248,6 +256,7 @@ class ResponseTap:
         self.reader.feed_document(doc)
 
     def _stop(self, problem: str) -> None:
+        self._reading = False
         self._parser = None
         self._decoder = None
         self.problem = self.problem or problem
