@@ -19,6 +19,8 @@ from typing import Any, Protocol
 import brotlicffi
 import zstandard
 
+from .headers import header
+
 # The most any decoder produces in one piece.
 PIECE = 64 * 1024
 # zstd input is fed in slices of this size: a run-length block turns 4 bytes into 128 KiB, so a slice can make
@@ -346,12 +348,12 @@ class Message(Protocol):
 
 def message_body(message: Message, limit: int) -> bytes:
     """A request's or response's body, decoded within `limit` (an Undecodable otherwise): the only way the addon reads a body, never mitmproxy's unbounded decoding."""
-    return decode_body(message.raw_content or b"", message.headers.get("content-encoding"), limit)
+    return decode_body(message.raw_content or b"", header(message.headers, b"content-encoding"), limit)
 
 
 def message_prefix(message: Message, limit: int) -> bytes:
     """At most the first `limit` bytes of a body, decoded; what cannot be decoded is taken as it is."""
     try:
-        return decode_prefix(message.raw_content or b"", message.headers.get("content-encoding"), limit)
+        return decode_prefix(message.raw_content or b"", header(message.headers, b"content-encoding"), limit)
     except (NotDecodable, UnsupportedEncoding):
         return (message.raw_content or b"")[:limit]

@@ -25,9 +25,14 @@ import uuid
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from . import jsoncodec
+from .headers import media_type
 from .sse_parser import SSEEvent
+
+if TYPE_CHECKING:
+    from mitmproxy import http
 
 MEDIA_TYPE = "application/vnd.amazon.eventstream"
 _PRELUDE = struct.Struct(">II")
@@ -71,9 +76,9 @@ class Frame:
         return self.header(":exception-type") or self.header(":error-code")
 
 
-def is_aws_event_stream(headers: Mapping[str, str]) -> bool:
+def is_aws_event_stream(headers: http.Headers) -> bool:
     """Whether a message's headers say its body is AWS event-stream framing."""
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower() == MEDIA_TYPE
+    return media_type(headers) == MEDIA_TYPE
 
 
 # Header value types and, for the fixed-width ones, their struct formats.

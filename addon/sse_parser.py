@@ -11,17 +11,24 @@ The offline tools, which keep a stream as text, split it into lines the same way
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from .headers import media_type
+
+if TYPE_CHECKING:
+    from mitmproxy import http
+
+MEDIA_TYPE = "text/event-stream"
 _LINE_BREAKS = (b"\n", b"\r")
 _EVENT_ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 
 
-def is_event_stream(headers: Mapping[str, str]) -> bool:
+def is_event_stream(headers: http.Headers) -> bool:
     """Whether a message's headers say its body is an event stream (media type parameters and case aside)."""
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower() == "text/event-stream"
+    return media_type(headers) == MEDIA_TYPE
 
 
 def looks_like_event_stream(body: bytes | bytearray) -> bool:

@@ -7,13 +7,15 @@ quarter of them up to 500, then answer text, then a tool call carrying an
 opaque value, as an agent's turn ends); `x-bench-event-bytes: B` pads each text chunk to about B bytes;
 `x-bench-frames: N` streams a Bedrock ConverseStream answer of N AWS event-stream frames laid out the same way
 (reasoning text, its signature, answer text, a tool use); `x-bench-dense: DIALECT` with `x-bench-events: N` streams
-N events of that dialect in which nine in ten carry reasoning (see DENSE_STREAMS); anything else gets a small JSON
-answer.
+N events of that dialect in which nine in ten carry reasoning (see DENSE_STREAMS); `x-bench-pause-ms: MS` makes any
+stream wait that long after its first event, as a provider's first token comes alone; anything else gets a small
+JSON answer.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -280,8 +282,11 @@ class Handler(BaseHTTPRequestHandler):
             pieces = frame_stream(frames)
         else:
             pieces = event_stream(events, int(self.headers.get("x-bench-event-bytes") or 0))
-        for event in pieces:
+        pause = float(self.headers.get("x-bench-pause-ms") or 0) / 1000
+        for i, event in enumerate(pieces):
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
+            if pause and i == 0:
+                time.sleep(pause)
         self.wfile.write(b"0\r\n\r\n")
 
 

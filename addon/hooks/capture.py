@@ -8,17 +8,16 @@ from contextlib import AbstractContextManager
 
 from mitmproxy import http
 
-from .. import formats
+from .. import event_stream, formats, sse_parser
 from ..cache import ReasoningStore, StoreUnavailable
-from ..event_stream import is_aws_event_stream
 from ..events import Captured, summarize_record
 from ..formats import WireFormat
+from ..headers import header, media_type
 from ..provenance import Origin, issued_values, record_origins
 from ..records import ReasoningRecord, display_call_id
 from ..redact import masked_logger, redact_url
-from ..sse_parser import is_event_stream
 from ..storable import storable
-from .annotate import add_comment, flow_meta, report_skip
+from .annotate import add_comment, flow_meta, recorded_model, report_skip
 from .failopen import FailOpen
 from .response_tap import ResponseTap, TapResult
 from .runtime import Runtime
@@ -50,12 +49,13 @@ class ResponseCapture:
             response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
-            aws_frames = is_aws_event_stream(response.headers)
+            kind = media_type(response.headers)
+            aws_frames = kind == event_stream.MEDIA_TYPE
             flow.response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
-                sse=aws_frames or is_event_stream(response.headers),
+                sse=aws_frames or kind == sse_parser.MEDIA_TYPE,
                 aws_frames=aws_frames,
-                content_encoding=response.headers.get("content-encoding"),
+                content_encoding=header(response.headers, b"content-encoding"),
                 read=response.status_code < 300,
                 keep_body=self.runtime.reattach_streamed_bodies(),
                 on_finish=functools.partial(self._commit, flow),
@@ -94,6 +94,7 @@ class ResponseCapture:
         store, settings = self.runtime.store, self.runtime.settings
         if meta is None or store is None or settings is None:
             return
+        recorded_model(flow, meta)  # before Origin.of(meta) and the records read it
         timing = meta.setdefault("addon_ms", {})
         if isinstance(timing, dict):
             timing["response"] = round(result.seconds * 1000, 3)

@@ -12,14 +12,14 @@ from ..cache import StoreUnavailable
 from ..decoding import Undecodable, message_body
 from ..events import Repaired, loggable_actions
 from ..formats import RepairContext, WireFormat
-from ..limits import MAX_DECODED_BYTES, bounded_name
+from ..limits import MAX_DECODED_BYTES
 from ..plans import INSERTING as INSERTING  # offline.py takes it from here
 from ..plans import RepairPlan
 from ..records import ActionTally, RepairAction, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
 from ..scope import caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
-from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip
+from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip, request_model
 from .failopen import FailOpen
 from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
@@ -63,12 +63,6 @@ def _mismatch_note(mismatched: dict[str, str | None], model: str | None) -> str:
         for other, keys in by_model.items()
     ]
     return f"reasoning cached for {', '.join(parts)}; not replayed into {_model_name(model)}"
-
-
-def request_model(wire_format: WireFormat, path: str, body: bytes, doc: Any | None) -> str | None:
-    """The model a request is for, as the proxy keeps it: a name past MAX_NAME_CHARS (a client's or an attacker's)
-    is cut and made unique by its hash, since it is logged and stored with every value of the answer."""
-    return bounded_name(wire_format.request_model(path, body, doc))
 
 
 class UnreadableBody(ValueError):
@@ -147,6 +141,12 @@ class RequestRepair:
         if identity.derived:  # capture files the answer's values under a scope that names its account
             meta["named_account"] = True
         flow.metadata[META] = meta
+        restore = wire_format.may_need_repair(body)
+        if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
+            # Nothing to put back or take out, and no turn of a conversation the history memory holds (those carry
+            # the calls that made them be remembered): it goes on as it came (its model is read later,
+            # recorded_model).
+            return
         store = self.runtime.store
         assert store is not None
         reading = Reading(
@@ -160,7 +160,9 @@ class RequestRepair:
             identity.derived,
         )
         try:
-            outcome = resume(self.runtime.history, reading, body) or self._read_whole(flow, meta, reading, body)
+            outcome = resume(self.runtime.history, reading, body) or self._read_whole(
+                flow, meta, reading, body, restore
+            )
         except StoreUnavailable as e:
             meta.setdefault("request_model", request_model(wire_format, request.path, body, None))
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.runtime.events)
@@ -224,15 +226,12 @@ class RequestRepair:
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s%s", verb, redact_url(request.url), logged.summary(), note)
 
-    def _read_whole(self, flow: http.HTTPFlow, meta: dict[str, Any], reading: Reading, body: bytes) -> Outcome | None:
+    def _read_whole(
+        self, flow: http.HTTPFlow, meta: dict[str, Any], reading: Reading, body: bytes, restore: bool
+    ) -> Outcome | None:
         """The outcome of a request read whole (None: nothing to do, or it cannot be read), remembered for the next
-        turn."""
+        turn; `restore`: the body may need reasoning put back (WireFormat.may_need_repair)."""
         wire_format, request = reading.wire_format, reading.request
-        restore = wire_format.may_need_repair(body)
-        if not restore and not (reading.remove_foreign and may_hold_foreign(wire_format, body)):
-            # Never parsed: the model (which captured reasoning is bound to) is read off the raw body.
-            meta["request_model"] = request_model(wire_format, request.path, body, None)
-            return None
         try:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:

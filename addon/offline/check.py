@@ -22,8 +22,9 @@ from ..decoding import Undecodable, message_body, message_prefix
 from ..diagnosis import Diagnosis, classify
 from ..event_stream import is_aws_event_stream
 from ..formats import RepairContext, WireFormat
+from ..hooks.annotate import request_model
 from ..hooks.capture import remember_issuer
-from ..hooks.repair import INSERTING, UnreadableBody, claim_request, request_model, silent_provider
+from ..hooks.repair import INSERTING, UnreadableBody, claim_request, silent_provider
 from ..hooks.response_tap import read_recorded
 from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from ..plans import plan_repair
