@@ -68,15 +68,23 @@ CREDENTIAL_WORDS = frozenset(
 NOT_CREDENTIAL_HEADERS = frozenset({"idempotency-key", "x-idempotency-key", "sec-websocket-key"})
 
 
-@functools.lru_cache(maxsize=1024)  # asked of every header of every LLM request; clients send the same few names
 def is_credential_header(name: str, also: frozenset[str] = frozenset()) -> bool:
     """Whether a request header carries a credential: a known name, one of `also` (lower case), or a name that
     says so ("x-myproxy-api-key", "x-gateway-token")."""
+    # Asked of every header of every LLM request, and clients send the same few names: the answers for names of
+    # up to 64 characters are remembered (1,024 of them, at most 64 KiB however many names a client makes up).
+    return _remembered_answer(name, also) if len(name) <= 64 else _is_credential_header(name, also)
+
+
+def _is_credential_header(name: str, also: frozenset[str]) -> bool:
     lowered = name.lower()
     if lowered in SECRET_HEADERS or lowered in also:
         return True
     # By whole words: x-portkey-trace-id holds "key" only inside "portkey", x-max-tokens says "tokens".
     return lowered not in NOT_CREDENTIAL_HEADERS and not CREDENTIAL_WORDS.isdisjoint(re.split(r"[-_]", lowered))
+
+
+_remembered_answer = functools.lru_cache(maxsize=1024)(_is_credential_header)
 
 
 SECRET_QUERY_PARAMS = frozenset(

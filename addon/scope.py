@@ -90,17 +90,14 @@ def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -
         for name, value in (request.query.items(multi=True) if "?" in request.path else ())  # parsing costs
         if name.lower() in SECRET_QUERY_PARAMS
     )
-    return _identity(headers, query)
+    size = sum(len(name) + len(value) for name, value in headers) + sum(len(n) + len(v) for n, v in query)
+    return (_remembered_identity if size <= _REMEMBERED_CREDENTIAL_BYTES else _identity)(headers, query)
 
 
 def _text(value: bytes) -> str:
     return value.decode("utf-8", "surrogateescape")  # as mitmproxy reads a header
 
 
-# Every LLM request asks this, on its way to the provider, and a client sends the same credentials turn after turn:
-# reading and hashing them again each time cost more than the rest of a request's check. The credentials stay in
-# this process's memory only, as mitmproxy's own flows hold them.
-@functools.lru_cache(maxsize=256)
 def _identity(headers: tuple[tuple[bytes, bytes], ...], query: tuple[tuple[str, str], ...]) -> Identity:
     credentials = sorted((_text(name).lower(), _text(value)) for name, value in headers)
     secret_query = sorted(query)
@@ -121,6 +118,15 @@ def _identity(headers: tuple[tuple[bytes, bytes], ...], query: tuple[tuple[str, 
         rotating = rotating or rotating_kind(value)
     values = [entry for _, _, entry in sorted(entries)] + sorted(f"?{name}={value}" for name, value in secret_query)
     return Identity(tuple(values), derived=derived, rotating=rotating)
+
+
+# Every LLM request asks for its caller's identity on its way to the provider, and a client sends the same
+# credentials turn after turn: reading and hashing them again each time cost more than the rest of a request's check.
+# The last 256 sets of credentials of up to 8 KiB each (what real keys and tokens take, many times over) are
+# remembered, in this process's memory only: about 4 MiB at most (the values and the Identity made of them),
+# however many credentials a client makes up.
+_REMEMBERED_CREDENTIAL_BYTES = 8 * 1024
+_remembered_identity = functools.lru_cache(maxsize=256)(_identity)
 
 
 def request_scope(request: http.Request, also: frozenset[str] = frozenset()) -> Scope:

@@ -12,7 +12,6 @@ from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
 from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.hooks.annotate import recorded_model
 from llm_reasoning_proxy.hooks.capture import remember_issuer
 from llm_reasoning_proxy.provenance import Origin, foreign_lookup, record_origins, value_digest
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
@@ -66,9 +65,7 @@ def test_a_refreshed_oauth_token_does_not_make_the_clients_own_signatures_foreig
     )
     from llm_reasoning_proxy import formats
 
-    meta = issued_under.metadata["llm"]
-    recorded_model(issued_under, meta)  # as the capture reads it, once the answer is in
-    origin = Origin.of(meta)
+    origin = Origin.of(issued_under.metadata["llm"])
     remember_issuer(config.store, origin, record, formats.by_name("gemini_native"))
 
     flow = vertex_flow(after, {"contents": contents})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from llm_reasoning_proxy import redact, scope
 from llm_reasoning_proxy.accounts import copilot_account
 from llm_reasoning_proxy.redact import is_credential_header
 from llm_reasoning_proxy.scope import (
@@ -310,3 +311,22 @@ def test_sigv4_requests_of_one_access_key_are_one_account() -> None:
     assert caller_identity(monday).derived and caller_identity(monday).values == (
         "authorization=sigv4:AKIAIOSFODNN7EXAMPLE",
     )
+
+
+def test_what_is_remembered_of_credentials_stays_bounded_however_large_or_many_they_are() -> None:
+    """Identities are remembered for the next request with the same credentials, but a credential larger than any
+    real one is not (a client could make up 256 of 8 MiB each), nor the answer for a header name longer than 64
+    characters; each is still read as it always was."""
+    scope._remembered_identity.cache_clear()
+    redact._remembered_answer.cache_clear()
+    big = "k" * (9 * 1024)
+    before = scope._remembered_identity.cache_info().currsize
+    assert request_scope(request(("x-api-key", big))) == request_scope(request(("x-api-key", big)))
+    assert request_scope(request(("x-api-key", big))) != request_scope(request(("x-api-key", big + "2")))
+    assert scope._remembered_identity.cache_info().currsize == before
+    small = request_scope(request(("x-api-key", "a-key-of-usual-size")))
+    assert scope._remembered_identity.cache_info().currsize == before + 1
+    assert small == request_scope(request(("x-api-key", "a-key-of-usual-size")))
+    names = redact._remembered_answer.cache_info().currsize
+    assert is_credential_header("x-" + "very-long-" * 10 + "api-key")
+    assert redact._remembered_answer.cache_info().currsize == names

@@ -6,11 +6,9 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import formats
-from ..decoding import Undecodable, message_body
 from ..events import EventLog, Skipped
 from ..formats import WireFormat
-from ..limits import MAX_DECODED_BYTES, MAX_OUTPUT_LINE_CHARS, bounded_name, cut_text
+from ..limits import MAX_OUTPUT_LINE_CHARS, bounded_name, cut_text
 from ..redact import masked_logger, redact_text, redact_url
 
 logger = masked_logger(__name__)
@@ -29,18 +27,6 @@ def request_model(wire_format: WireFormat, path: str, body: bytes, doc: Any | No
     """The model a request is for, as the proxy keeps it: a name past MAX_NAME_CHARS (a client's or an attacker's)
     is cut and made unique by its hash, since it is logged and stored with every value of the answer."""
     return bounded_name(wire_format.request_model(path, body, doc))
-
-
-def recorded_model(flow: http.HTTPFlow, meta: dict[str, Any]) -> str | None:
-    """The model of an LLM flow's request, kept in its metadata. A request that needs nothing from the proxy goes on
-    before its model is read, on the way to the first event, so it is read here, once the answer is in."""
-    if "request_model" not in meta:
-        try:
-            body = message_body(flow.request, MAX_DECODED_BYTES)
-        except Undecodable:
-            body = b""
-        meta["request_model"] = request_model(formats.by_name(meta["format"]), flow.request.path, body, None)
-    return meta["request_model"]
 
 
 def add_comment(flow: http.HTTPFlow, line: str) -> None:

@@ -17,7 +17,7 @@ from ..provenance import Origin, issued_values, record_origins
 from ..records import ReasoningRecord, display_call_id
 from ..redact import masked_logger, redact_url
 from ..storable import storable
-from .annotate import add_comment, flow_meta, recorded_model, report_skip
+from .annotate import add_comment, flow_meta, report_skip
 from .failopen import FailOpen
 from .response_tap import ResponseTap, TapResult
 from .runtime import Runtime
@@ -94,7 +94,6 @@ class ResponseCapture:
         store, settings = self.runtime.store, self.runtime.settings
         if meta is None or store is None or settings is None:
             return
-        recorded_model(flow, meta)  # before Origin.of(meta) and the records read it
         timing = meta.setdefault("addon_ms", {})
         if isinstance(timing, dict):
             timing["response"] = round(result.seconds * 1000, 3)

@@ -37,7 +37,7 @@ from ..provenance import Origin, foreign_lookup
 from ..records import RepairAction, Violation, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
 from ..signing import SIGNED_REMEDY
-from .annotate import add_comment, flow_meta, recorded_model
+from .annotate import add_comment, flow_meta
 from .failopen import FailOpen
 from .runtime import Runtime
 
@@ -235,7 +235,6 @@ class ErrorExplainer:
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
         assert flow.response is not None and self.runtime.settings is not None
         settings = self.runtime.settings
-        recorded_model(flow, meta)
         # Error texts are a few KB: the start of the answer is all that is read of it.
         diagnosis = classify(flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES))
         wire_format = formats.by_name(meta["format"])

@@ -144,8 +144,9 @@ class RequestRepair:
         restore = wire_format.may_need_repair(body)
         if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
             # Nothing to put back or take out, and no turn of a conversation the history memory holds (those carry
-            # the calls that made them be remembered): it goes on as it came (its model is read later,
-            # recorded_model).
+            # the calls that made them be remembered): it goes on as it came, never parsed. The model (which
+            # captured reasoning is bound to) is read off the raw body, here: addons after this one may change it.
+            meta["request_model"] = request_model(wire_format, request.path, body, None)
             return
         store = self.runtime.store
         assert store is not None

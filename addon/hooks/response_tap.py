@@ -133,6 +133,8 @@ class ResponseTap:
             self._parser = FrameEvents() if self._aws_frames else SSEParser()
         except UnsupportedEncoding as e:
             self._stop(str(e))
+        except Exception as e:  # on the stream's path now: a broken copy must never break the stream
+            self._stop(f"stream not readable: {type(e).__name__}: {e}")
 
     def _read_pending(self) -> None:
         self._start_reading()
