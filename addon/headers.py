@@ -1,7 +1,7 @@
 """Reading a header of a mitmproxy message where it is read for every LLM request and answer, on their way.
 
-mitmproxy's `headers.get` goes through five layers of conversion for each lookup; over the header fields as they
-are stored it takes a quarter of the time, which is the client's time on a stream's way to its first event.
+mitmproxy's `headers.get` goes through five layers of conversion for each lookup; a pass over the header fields as
+they are stored does without them, and that time is the client's on a stream's way to its first event.
 """
 
 from __future__ import annotations
@@ -15,12 +15,8 @@ if TYPE_CHECKING:
 def header(headers: http.Headers, name: bytes) -> str | None:
     """`headers.get(name)`, for `name` in lower case: a repeated header's values joined by ", ", as mitmproxy joins
     them, decoded as mitmproxy decodes them."""
-    value = None
-    for key, raw in headers.fields:
-        if key.lower() == name:
-            text = raw.decode("utf-8", "surrogateescape")
-            value = text if value is None else f"{value}, {text}"
-    return value
+    values = [raw for key, raw in headers.fields if key.lower() == name]
+    return b", ".join(values).decode("utf-8", "surrogateescape") if values else None
 
 
 def media_type(headers: http.Headers) -> str:

@@ -228,6 +228,7 @@ class HistoryMemory:
                 self._count -= 1
                 self._bytes -= entry.size
                 self._dropped.append(entry)
+        self.release()  # asked outside a request's reading, which would let go of them only at the next request
 
     def _drop(self, key: Hashable, position: int) -> None:
         entries = self._by_key[key]

@@ -121,7 +121,7 @@ def _identity(headers: tuple[tuple[bytes, bytes], ...], query: tuple[tuple[str, 
 
 
 # Every LLM request asks for its caller's identity on its way to the provider, and a client sends the same
-# credentials turn after turn: reading and hashing them again each time cost more than the rest of a request's check.
+# credentials turn after turn: reading and hashing them again each time was the largest part of a request's check.
 # The last 256 sets of credentials of up to 8 KiB each (what real keys and tokens take, many times over) are
 # remembered, in this process's memory only: about 4 MiB at most (the values and the Identity made of them),
 # however many credentials a client makes up.

@@ -678,7 +678,31 @@ def session_turns(bodies: Bodies, upstream_port: int, scratch: Path, turns: int)
             best, median = min(times), statistics.median(times)
             name = f"turn of session {key} ({size / 1e6:.2f} MB)"
             out[name] = {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": size / best / 1e6}
+        out["hooks on a stream's way to its first event"] = first_event_hooks(addons, upstream_port, turns * 25)
     return out
+
+
+def first_event_hooks(addons: list[Any], upstream_port: int, count: int) -> dict[str, float]:
+    """The request hook and the response-headers hook of a streamed chat request that needs nothing, on flows made
+    beforehand: the addon's own work before a stream's first event reaches the client."""
+    from mitmproxy.test import tflow
+
+    url = f"http://127.0.0.1:{upstream_port}/v1/chat/completions"
+    flows = []
+    for _ in range(count):
+        flow = tflow.tflow(req=http.Request.make("POST", url, CHAT_STREAM, HEADERS))
+        flow.response = None
+        flows.append((flow, http.Response.make(200, b"", {"content-type": "text/event-stream"})))
+    times = []
+    for flow, answer in flows:
+        started = time.perf_counter()
+        addons[1].request(flow)
+        flow.response = answer
+        addons[2].responseheaders(flow)
+        times.append(time.perf_counter() - started)
+        assert isinstance(flow.response.stream, ResponseTap), "the stream got no tap"
+    best, median = min(times), statistics.median(times)
+    return {"ms": best * 1000, "median_ms": median * 1000, "mb_per_s": len(CHAT_STREAM) / best / 1e6}
 
 
 def in_process(bodies: Bodies, upstream_port: int, scratch: Path, quick: bool) -> dict[str, dict[str, float]]:

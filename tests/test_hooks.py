@@ -248,6 +248,20 @@ def test_a_stream_is_held_unread_up_to_its_bound_and_read_as_it_passes_past_it(m
     assert len(fed) == 100 + 2 * response_tap.BACKLOG_CHUNKS
 
 
+def test_a_stream_in_an_encoding_the_proxy_cannot_decode_passes_untouched_and_unread() -> None:
+    """The decoder is made when the reading starts, not when the answer's headers come: the stream still goes on
+    byte for byte, nothing is read or held once the encoding is known to be unreadable, and the result says why."""
+    reader = ChatCompletions().reader()
+    tap = ResponseTap(reader, sse=True, content_encoding="x-unknown", read=True, keep_body=False, defer=True)
+    for piece in STREAMED_CALL:
+        assert tap(piece) is piece
+    tap(b"")
+    tap.finish()
+    assert "unsupported content-encoding 'x-unknown'" in (tap.problem or "")
+    assert not reader.records(complete=True) and not tap._backlog
+    assert tap(b"more") == b"more" and not tap._backlog  # after the stop nothing more is set aside
+
+
 def test_a_cut_stream_is_read_at_once(addons) -> None:
     config, repair, capture, _ = addons
     flow, tap = streamed_flow(repair, capture)

@@ -13,8 +13,8 @@ logger = masked_logger(__name__)
 class FailOpen:
     """Swallows an exception raised inside it, after saying where it happened.
 
-    A class, not a generator-based context manager: it wraps every LLM request's hooks, on the way to the
-    provider's first event, where contextlib's machinery cost more than the hook's own work."""
+    A class, not a generator-based context manager: it wraps every LLM request's hooks on the way to the first
+    event, where contextlib's generator machinery is work the client waits for."""
 
     __slots__ = ("flow_id", "stage", "events")
 
