@@ -306,6 +306,8 @@ class BoundedDecoder:
 
 def decode_body(raw: bytes | bytearray, content_encoding: str | None, limit: int) -> bytes | bytearray:
     """A whole body, decoded; raises DecodedTooLarge past `limit`, NotDecodable, UnsupportedEncoding."""
+    if content_encoding is None:  # most bodies: nothing to make a decoder for
+        return raw
     decoder = BoundedDecoder(content_encoding, limit)
     if decoder.plain or not raw:
         return raw

@@ -213,8 +213,13 @@ def sniff_model(body: bytes) -> str | None:
         position = body.find(_MODEL_KEY, position + 1)
     if len(values) != 1:
         return None
+    value = values.pop()
+    if b"\\" not in value and value.isascii():  # what a JSON parse gives, without one (JSON may refuse the rest)
+        text = value.decode("ascii")
+        if text.isprintable():  # not a control character, which JSON refuses unescaped
+            return text
     try:
-        model = loads(b'"' + values.pop() + b'"')
+        model = loads(b'"' + value + b'"')
     except ValueError:
         return None
     return model if isinstance(model, str) else None

@@ -84,7 +84,8 @@ def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -
     """What identifies the caller, in a fixed order: `name:value` of each credential header (`name=kind:identity`
     where the value is a rotating credential whose account can be read), `?name=value` of each secret query
     parameter; the cookie only when there is nothing else."""
-    headers = tuple(field for field in request.headers.fields if is_credential_header(_text(field[0]), also))
+    fields = request.headers.fields
+    headers = tuple(fields[at] for at in _credential_places(tuple(name for name, _ in fields), also))
     query = tuple(
         (name, value)
         for name, value in (request.query.items(multi=True) if "?" in request.path else ())  # parsing costs
@@ -92,6 +93,23 @@ def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -
     )
     size = sum(len(name) + len(value) for name, value in headers) + sum(len(n) + len(v) for n, v in query)
     return (_remembered_identity if size <= _REMEMBERED_CREDENTIAL_BYTES else _identity)(headers, query)
+
+
+def _credential_places(names: tuple[bytes, ...], also: frozenset[str]) -> tuple[int, ...]:
+    """Where among a request's header names the credentials are."""
+    if sum(map(len, names)) > _REMEMBERED_NAMES_BYTES:
+        return _find_credentials(names, also)
+    return _remembered_places(names, also)
+
+
+def _find_credentials(names: tuple[bytes, ...], also: frozenset[str]) -> tuple[int, ...]:
+    return tuple(at for at, name in enumerate(names) if is_credential_header(_text(name), also))
+
+
+# A client sends the same header names in the same order request after request: where its credentials are among
+# them is remembered for the last 256 lists of names of up to 2 KiB together (at most about 1 MiB).
+_REMEMBERED_NAMES_BYTES = 2 * 1024
+_remembered_places = functools.lru_cache(maxsize=256)(_find_credentials)
 
 
 def _text(value: bytes) -> str:

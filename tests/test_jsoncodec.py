@@ -121,3 +121,30 @@ def test_pretty_writes_what_orjson_refuses_with_the_standard_library(value: obje
     written = jsoncodec.pretty({"b": value, "a": 1})
     assert written.endswith(b"}\n") and written.count(b"\n  ") == 2
     assert jsoncodec.loads(written) == {"b": value, "a": 1}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"gpt-5",
+        b"claude sonnet",
+        "mod\u00e8le".encode(),
+        "\u00a0".encode(),  # printable to JSON, not to Python
+        "a\u2028b".encode(),
+        b"a\x7fb",
+        b"a\x01b",  # a control character: JSON refuses it unescaped
+        b"a\tb",
+        b"\xed\xa0\x80",  # a lone surrogate, as UTF-8 cannot hold it
+        b"\xff\xfe",  # not UTF-8
+        b"",
+        rb"caf\u00e9",
+        rb"a\"b",
+    ],
+)
+def test_the_model_read_without_a_parse_is_the_one_a_parse_reads(value: bytes) -> None:
+    body = b'{"model": "' + value + b'", "messages": []}'
+    try:
+        parsed = jsoncodec.loads(body)["model"]
+    except ValueError:
+        parsed = None
+    assert jsoncodec.sniff_model(body) == parsed

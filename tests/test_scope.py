@@ -330,3 +330,20 @@ def test_what_is_remembered_of_credentials_stays_bounded_however_large_or_many_t
     names = redact._remembered_answer.cache_info().currsize
     assert is_credential_header("x-" + "very-long-" * 10 + "api-key")
     assert redact._remembered_answer.cache_info().currsize == names
+
+
+def test_where_credentials_sit_among_header_names_is_remembered_only_for_lists_of_usual_size() -> None:
+    """A client sends the same header names request after request; where its credentials sit among them is
+    remembered, but not for a list of names longer than any real client sends, which is read as it always was."""
+    scope._remembered_places.cache_clear()
+    padding = [(f"x-padding-{n}", "v") for n in range(300)]  # over 2 KiB of names
+    long_list = request(*padding, ("x-api-key", "k1"))
+    assert request_scope(long_list) == request_scope(request(("x-api-key", "k1")))
+    assert request_scope(long_list) != request_scope(request(*padding, ("x-api-key", "k2")))
+    assert scope._remembered_places.cache_info().currsize == 1  # the short list only
+    usual = request(("accept", "*/*"), ("x-api-key", "k1"), ("content-length", "10"))
+    assert request_scope(usual) == request_scope(request(("x-api-key", "k1"), ("accept", "*/*")))
+    assert request_scope(request(("accept", "*/*"), ("x-api-key", "k2"), ("content-length", "99"))) != (
+        request_scope(usual)
+    )
+    assert scope._remembered_places.cache_info().currsize == 3

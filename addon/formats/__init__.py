@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from .anthropic import AnthropicMessages
 from .base import CacheView, CallHit, RepairContext, ResponseReader, WireFormat
 from .bedrock_converse import BedrockConverse
@@ -19,17 +21,44 @@ FORMATS: tuple[WireFormat, ...] = (
 _BY_NAME = {f.name: f for f in FORMATS}
 
 
+# A client calls the same few paths all session: the formats each routes to are remembered, for this many paths of
+# up to this many characters (a path is the client's to choose, so it may not grow the memory without bound).
+_REMEMBERED_PATHS = 256
+_REMEMBERED_PATH_CHARS = 512
+
+
+def routes(path: str) -> tuple[WireFormat, ...]:
+    """The formats whose route `path` is."""
+    return _remembered_routes(path) if len(path) <= _REMEMBERED_PATH_CHARS else _routes(path)
+
+
+def routes_raw(path: bytes) -> tuple[WireFormat, ...]:
+    """The formats whose route a request's path is, as it came on the wire (mitmproxy's `request.data.path`)."""
+    return _remembered_raw_routes(path) if len(path) <= _REMEMBERED_PATH_CHARS else _raw_routes(path)
+
+
+def _raw_routes(path: bytes) -> tuple[WireFormat, ...]:
+    return _routes(path.decode("utf-8", "surrogateescape"))  # as mitmproxy's request.path reads it
+
+
+def _routes(path: str) -> tuple[WireFormat, ...]:
+    return tuple(wire_format for wire_format in FORMATS if wire_format.route(path))
+
+
+_remembered_routes = functools.lru_cache(maxsize=_REMEMBERED_PATHS)(_routes)
+_remembered_raw_routes = functools.lru_cache(maxsize=_REMEMBERED_PATHS)(_raw_routes)
+
+
 def routed(method: str, path: str) -> bool:
     """Whether a request may be LLM traffic, judged from its method and path alone: nothing else is decoded."""
-    return method == "POST" and any(wire_format.route(path) for wire_format in FORMATS)
+    return method == "POST" and bool(routes(path))
 
 
 def claim(method: str, path: str, body: bytes) -> WireFormat | None:
     """The wire format that owns a request, or None for traffic to leave alone."""
-    for wire_format in FORMATS:
-        if wire_format.claims(method, path, body):
-            return wire_format
-    return None
+    if method != "POST":
+        return None
+    return next((wire_format for wire_format in routes(path) if wire_format.claims(method, path, body)), None)
 
 
 def by_name(name: str) -> WireFormat:
@@ -46,4 +75,6 @@ __all__ = [
     "by_name",
     "claim",
     "routed",
+    "routes",
+    "routes_raw",
 ]

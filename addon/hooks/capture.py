@@ -18,7 +18,7 @@ from ..records import ReasoningRecord, display_call_id
 from ..redact import masked_logger, redact_url
 from ..storable import storable
 from .annotate import add_comment, flow_meta, report_skip
-from .failopen import FailOpen
+from .failopen import FailOpen, fail_open
 from .response_tap import ResponseTap, TapResult
 from .runtime import Runtime
 
@@ -41,17 +41,17 @@ class ResponseCapture:
         meta = flow_meta(flow)
         if meta is None or flow.response is None or not self.runtime.ready:
             return
-        with FailOpen(flow.id, "response capture", self.runtime.events):
-            if callable(flow.response.stream):
+        try:  # on the way to a stream's first event, like the request hook (see there)
+            response = flow.response
+            if callable(response.stream):
                 reason = "another addon already streams this response; reasoning not captured"
                 report_skip(flow, reason, self.runtime.events)
                 return
-            response = flow.response
             if response.status_code >= 400:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
             kind = media_type(response.headers)
             aws_frames = kind == event_stream.MEDIA_TYPE
-            flow.response.stream = ResponseTap(
+            response.stream = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=aws_frames or kind == sse_parser.MEDIA_TYPE,
                 aws_frames=aws_frames,
@@ -62,6 +62,8 @@ class ResponseCapture:
                 guard=functools.partial(self._failing_open, flow),
                 defer=True,  # finished by the response hook (`_close`), or by the error hook if cut short
             )
+        except Exception as e:
+            fail_open(flow.id, "response capture", self.runtime.events, e)
 
     def response(self, flow: http.HTTPFlow) -> None:
         self._close(flow, complete=True)

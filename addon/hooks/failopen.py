@@ -31,10 +31,14 @@ class FailOpen:
     ) -> bool:
         if e is None or not isinstance(e, Exception):
             return False  # nothing raised, or what must go on (KeyboardInterrupt, SystemExit)
-        error = redact_text(f"{type(e).__name__}: {e}")
-        logger.warning(
-            "llm-reasoning-proxy: %s failed on flow %s, forwarded unchanged: %s", self.stage, self.flow_id, error
-        )
-        if self.events is not None:
-            self.events.write(Failure(flow_id=self.flow_id, stage=self.stage, error=error))
+        fail_open(self.flow_id, self.stage, self.events, e)
         return True
+
+
+def fail_open(flow_id: str, stage: str, events: EventLog | None, e: Exception) -> None:
+    """Says that `stage` failed on a flow, which goes on unchanged: what FailOpen does with what it swallows, for a
+    hook that catches it itself."""
+    error = redact_text(f"{type(e).__name__}: {e}")
+    logger.warning("llm-reasoning-proxy: %s failed on flow %s, forwarded unchanged: %s", stage, flow_id, error)
+    if events is not None:
+        events.write(Failure(flow_id=flow_id, stage=stage, error=error))

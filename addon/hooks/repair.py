@@ -19,8 +19,8 @@ from ..records import ActionTally, RepairAction, display_call_id, summarize_acti
 from ..redact import masked_logger, redact_url
 from ..scope import caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
-from .annotate import META, REPAIR_MARKER, add_comment, flow_meta, report_skip, request_model
-from .failopen import FailOpen
+from .annotate import META, REPAIR_MARKER, add_comment, report_skip, request_model
+from .failopen import fail_open
 from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
 
@@ -75,14 +75,18 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
     Nothing is decoded before the method and path say the request may be LLM traffic, and then no more than
     MAX_DECODED_BYTES; a body that decodes to more, or is not what its encoding says, raises UnreadableBody.
     """
-    method, path = request.method, request.path  # mitmproxy decodes them anew on each access
-    if request.raw_content is None or not formats.routed(method, path):  # None: streamed through
+    data = request.data  # its bytes as they came: mitmproxy's attributes decode them anew on each access
+    if data.method != b"POST" or data.content is None:  # None: streamed through
+        return None
+    routes = formats.routes_raw(data.path)
+    if not routes:
         return None
     try:
         body = message_body(request, MAX_DECODED_BYTES)
     except Undecodable as e:
         raise UnreadableBody(f"request body {e}") from None
-    wire_format = formats.claim(method, path, body)
+    path = request.path
+    wire_format = next((candidate for candidate in routes if candidate.claims("POST", path, body)), None)
     return (wire_format, body) if wire_format is not None else None
 
 
@@ -96,14 +100,17 @@ class RequestRepair:
         self._rotating_noted: set[tuple[str, str]] = set()
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if flow.request.method != "POST" or flow.response is not None or not self.runtime.ready:
+        # Every request of every client passes here on its way, an LLM answer's first event waiting on it: this
+        # touches as little as it can, and a try costs nothing until something raises (FailOpen's job, without it).
+        if flow.response is not None or not self.runtime.ready:
             return
         started = time.perf_counter()
-        with FailOpen(flow.id, "request repair", self.runtime.events):
-            self._request(flow)
-            meta = flow_meta(flow)
+        try:
+            meta = self._request(flow)
             if meta is not None:  # the report shows the proxy's own time beside the provider's
                 meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
+        except Exception as e:
+            fail_open(flow.id, "request repair", self.runtime.events, e)
         self.runtime.history.release()
 
     def _note_rotating(self, host: str, kind: str) -> None:
@@ -118,15 +125,16 @@ class RequestRepair:
             kind,
         )
 
-    def _request(self, flow: http.HTTPFlow) -> None:
+    def _request(self, flow: http.HTTPFlow) -> dict[str, Any] | None:
+        """Reads and repairs an LLM request; returns what it left on the flow (flow_meta), None for other traffic."""
         request = flow.request
         try:
             claimed = claim_request(request)
         except UnreadableBody as e:
             report_skip(flow, f"{e}; forwarded untouched", self.runtime.events)
-            return
+            return None
         if claimed is None:
-            return
+            return None
         wire_format, body = claimed
         settings = self.runtime.settings
         assert settings is not None
@@ -147,7 +155,7 @@ class RequestRepair:
             # the calls that made them be remembered): it goes on as it came, never parsed. The model (which
             # captured reasoning is bound to) is read off the raw body, here: addons after this one may change it.
             meta["request_model"] = request_model(wire_format, request.path, body, None)
-            return
+            return meta
         store = self.runtime.store
         assert store is not None
         reading = Reading(
@@ -167,9 +175,9 @@ class RequestRepair:
         except StoreUnavailable as e:
             meta.setdefault("request_model", request_model(wire_format, request.path, body, None))
             report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.runtime.events)
-            return
+            return meta
         if outcome is None:
-            return
+            return meta
         plan = outcome.plan
         model = meta["request_model"] = outcome.model
         if outcome.doc is None:
@@ -183,11 +191,11 @@ class RequestRepair:
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
                 self.runtime.remember_plan(flow.id, plan)
-            return
+            return meta
         signer = body_signer(request)
         if signer is not None:
             self._hold_back(flow, meta, plan, signer)
-            return
+            return meta
         keep = self.runtime.keep_bodies()
         silent = silent_provider(plan.context, actions)
         note = f"; {silent_note(silent)}" if silent else ""
@@ -196,7 +204,7 @@ class RequestRepair:
                 repaired = outcome.sent if outcome.sent is not None else jsoncodec.dumps_request(outcome.doc)
             except jsoncodec.NotWritable as e:
                 report_skip(flow, f"request body {e}; forwarded unrepaired", self.runtime.events)
-                return
+                return meta
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
             compat.set_content(request, repaired)
@@ -226,6 +234,7 @@ class RequestRepair:
         )
         verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
         logger.info("llm %s %s: %s%s", verb, redact_url(request.url), logged.summary(), note)
+        return meta
 
     def _read_whole(
         self, flow: http.HTTPFlow, meta: dict[str, Any], reading: Reading, body: bytes, restore: bool
