@@ -353,17 +353,30 @@ def settle(client: httpx.Client) -> float:
 def sequential(
     clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int, targets=TARGETS
 ) -> Result:
-    result = Result()
+    return together(clients, path, {"": bodies}, count, targets)[""]
+
+
+def together(
+    clients: dict[str, httpx.Client],
+    path: str,
+    workloads: dict[str, Callable[[int], bytes]],
+    count: int,
+    targets=TARGETS,
+) -> dict[str, Result]:
+    """Workloads timed in the same rounds, each round sending every workload's next body to every target: what
+    the machine was doing then falls on all of them alike, as on both sides of a ratio (Result.ratio)."""
+    results = {key: Result() for key in workloads}
     for k, order in enumerate(rounds(count, targets)):
-        body = bodies(k)
-        for target in order:
-            started = time.perf_counter()
-            response = clients[target].post(path, content=body, headers=HEADERS)
-            response.read()
-            result.add(target, (time.perf_counter() - started) * 1000)
-            assert response.status_code == 200, f"{target}: {response.status_code} {response.text[:200]}"
-            settle(clients[target])
-    return result
+        for key, bodies in workloads.items():
+            body = bodies(k)
+            for target in order:
+                started = time.perf_counter()
+                response = clients[target].post(path, content=body, headers=HEADERS)
+                response.read()
+                results[key].add(target, (time.perf_counter() - started) * 1000)
+                assert response.status_code == 200, f"{target}: {response.status_code} {response.text[:200]}"
+                settle(clients[target])
+    return results
 
 
 CHAT_STREAM = json.dumps(
@@ -431,8 +444,11 @@ TARGET_RATIOS |= {
 }
 
 
-# How long the fake waits after a stream's first event when that event is timed (stream_workload).
+# How long the fake waits after a stream's first event when that event is timed (stream_workload), and how many
+# times a stream's rounds it is timed over: paired ratios of first events spread over about a tenth
+# (interquartile), so the median of 300 of them has a standard error of about 0.6%.
 FIRST_EVENT_PAUSE_MS = 10
+FIRST_EVENT_ROUNDS = 3
 
 
 @dataclass
@@ -483,13 +499,13 @@ def streamed(
 def stream_workload(clients: dict[str, httpx.Client], events: int, count: int, **how: Any) -> Streamed:
     """A stream workload timed twice: its total and the request after it on the stream as the fake sends it, in one
     burst, `count` rounds; its first event on the same stream with the rest sent FIRST_EVENT_PAUSE_MS later, as a
-    provider's first token comes alone, in half as many rounds again. In a burst, the time to the first event is
-    mostly how the CPU was shared with the rest of the stream (the client and the fake share a core): it varied by
-    more than 5% from one run to the next between two identical proxies, while the proxy's own part of it is a
-    twentieth of a millisecond. Alone, it is about 2.5 ms through mitmdump, and the same two proxies still differed
-    by up to 4% over 60 rounds: hence the extra rounds."""
+    provider's first token comes alone, in FIRST_EVENT_ROUNDS times as many rounds. In a burst, the time to the first
+    event is mostly how the CPU was shared with the rest of the stream (the client and the fake share a core): it
+    varied by more than 5% from one run to the next between two identical proxies, while the proxy's own part of it
+    is a twentieth of a millisecond. Alone, it is about 2.5 ms through mitmdump, and the same two proxies still
+    differed by up to 4% over 60 rounds: hence the extra rounds."""
     burst = streamed(clients, events, count, **how)
-    alone = streamed(clients, events, count * 3 // 2, pause_ms=FIRST_EVENT_PAUSE_MS, **how)
+    alone = streamed(clients, events, count * FIRST_EVENT_ROUNDS, pause_ms=FIRST_EVENT_PAUSE_MS, **how)
     return replace(burst, first=alone.first)
 
 
@@ -973,9 +989,18 @@ def main() -> int:
             assert check.json()["received"] > len(bodies.c), "workload c was not repaired"
             n = lambda count: max(3, int(count * scale))  # noqa: E731
             # Request workloads: the key names the body in Bodies and the row in TARGET_RATIOS.
-            results = {
-                key: sequential(clients, path, bodies.body(key), n(count)) for key, _, path, count in REQUEST_WORKLOADS
-            }
+            # Flatness compares two workloads' added milliseconds: they are timed in the same rounds, not minutes
+            # apart (the 40-message figure alone moved by half between runs when it was).
+            results: dict[str, Result] = {}
+            paired = {key for pair in FLATNESS.values() for key in pair}
+            for key, _, path, count in REQUEST_WORKLOADS:
+                if key not in paired:
+                    results[key] = sequential(clients, path, bodies.body(key), n(count))
+            for pair in FLATNESS.values():
+                (path,) = {path for key, _, path, _ in REQUEST_WORKLOADS if key in pair}
+                count = max(count for key, _, _, count in REQUEST_WORKLOADS if key in pair)
+                results |= together(clients, path, {key: bodies.body(key) for key in pair}, n(count))
+            assert set(results) == {key for key, *_ in REQUEST_WORKLOADS}
             rows = [ratio_row(label, key, results[key], "ms") for key, label, _, _ in REQUEST_WORKLOADS]
             flatness = {name: flat(results[long], results[short]) for name, (long, short) in FLATNESS.items()}
             rows += stream_rows(

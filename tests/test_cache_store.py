@@ -696,3 +696,27 @@ def test_sqlite_origins_written_by_another_store_are_seen(tmp_path):
     finally:
         first.close()
         second.close()
+
+
+def test_sqlite_reads_each_way_a_key_and_its_record_can_be_known_or_not(tmp_path):
+    """Keys new to this store, known keys whose parsed records were let go of, records known under keys that are
+    not: each way, the answer is what a store that never remembered anything would give."""
+    path = tmp_path / "c.db"
+    clock = FakeClock()
+    writer = SQLiteStore(path, LIMITS, clock=clock)
+    writer.put(SCOPE, ["old_a", "old_b"], make_record(1))
+    clock.now += DAY - 10
+    writer.put(SCOPE, ["new_a", "new_b", "new_c"], make_record(2))
+    reader = SQLiteStore(path, LIMITS, clock=clock)  # opened while both are young: it prunes neither
+    clock.now += 20  # record 1 is past its age now, record 2 is not
+    keys = ["new_a", "new_b", "old_a", "missing", "new_c", "old_b"]
+    expected = {"new_a": make_record(2), "new_b": make_record(2), "new_c": make_record(2)}
+    assert reader.get_many(SCOPE, keys) == expected  # every key new to the reader
+    assert reader.get_many(SCOPE, keys) == expected  # every key and record known
+    reader._read.clear()  # the parsed records let go of, the keys still known
+    assert reader.get_many(SCOPE, keys) == expected
+    reader._keys.clear()  # the keys forgotten, the records still parsed
+    assert reader.get_many(SCOPE, ["new_c", "old_a"]) == {"new_c": make_record(2)}
+    assert reader.get_many(OTHER_SCOPE, keys) == {}
+    writer.close()
+    reader.close()
