@@ -199,10 +199,14 @@ class HistoryMemory:
             dropped.clear()
 
     def match(self, key: Hashable, body: bytes) -> tuple[Remembered, bytes] | None:
-        """The remembered request `body` continues, and the bytes of its new items; it is forgotten (what `body`
-        makes of it is remembered in its place)."""
-        entries = self._by_key.get(key)
-        for position, entry in enumerate(entries or ()):
+        """The remembered request `body` continues the furthest, and the bytes of its new items; it is forgotten
+        (what `body` makes of it is remembered in its place). The furthest, not the latest: where one conversation
+        holds all of another (a fork, a retry from an earlier turn), each goes on from its own last request."""
+        entries = self._by_key.get(key) or ()
+        # Longest first: the first that `body` continues is the furthest (the others fail at their first byte
+        # that differs, or on length alone).
+        for position in sorted(range(len(entries)), key=lambda at: -entries[at].items_end):
+            entry = entries[position]
             added = entry.new_items(body)
             if added is not None:
                 self._drop(key, position)

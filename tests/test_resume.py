@@ -129,6 +129,34 @@ def test_a_chat_session_is_read_turn_by_turn_as_it_would_be_whole(addons: Any, k
     assert resumed[0] is False and all(resumed[1:]), resumed
 
 
+def test_a_conversation_that_holds_all_of_another_goes_on_from_its_own_last_turn(addons: Any) -> None:
+    """Two conversations in one scope, the longer holding all of the shorter (a fork, or a retry from an earlier
+    turn), their turns sent in turn: each goes on from its own last request, not from the other's latest."""
+    made, _ = addons
+    for i in range(16):
+        store(made, "/v1/chat/completions", chat_record(i))
+    docs = [json.loads(json.dumps(doc)) for doc in chat_turns(16, keep=True)]
+    shorter, longer = [], []
+    for k in range(6):
+        for turns, doc in ((shorter, docs[k]), (longer, docs[8 + k])):
+            resumed, whole = both_ways(made, "/v1/chat/completions", doc)
+            same(resumed, whole, made)
+            turns.append(bool(resumed.metadata[META].get("resumed")))
+    # The longer one's first turn goes on from the shorter's (it holds it all), so the shorter's next is read whole.
+    assert shorter[:2] == [False, False] and all(shorter[2:]), shorter
+    assert all(longer), longer
+
+
+def test_the_memory_continues_the_request_a_body_goes_furthest_beyond() -> None:
+    memory = HistoryMemory()
+    memory.remember("a", remembered(b'{"messages":[1,2,3]}'))
+    memory.remember("a", remembered(b'{"messages":[1]}'))  # the latest, which the body also continues
+    matched = memory.match("a", b'{"messages":[1,2,3,4]}')
+    assert matched is not None and matched[1] == b"4"
+    matched = memory.match("a", b'{"messages":[1,5]}')
+    assert matched is not None and matched[1] == b"5"
+
+
 def test_a_new_prompt_or_a_split_turn_is_read_whole_once_and_the_rest_resumed(addons: Any) -> None:
     made, _ = addons
     for i in range(12):
