@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from types import TracebackType
 
 from ..events import EventLog, Failure
@@ -42,3 +44,18 @@ def fail_open(flow_id: str, stage: str, events: EventLog | None, e: Exception) -
     logger.warning("llm-reasoning-proxy: %s failed on flow %s, forwarded unchanged: %s", stage, flow_id, error)
     if events is not None:
         events.write(Failure(flow_id=flow_id, stage=stage, error=error))
+
+
+def after_sending(flow_id: str, stage: str, events: EventLog | None, work: Callable[[], None]) -> None:
+    """Runs `work` on the event loop's next turn, after mitmproxy sent on the message whose hook asks for it (at
+    once without a running loop), failing open as FailOpen does: for what the message need not wait for, such as
+    the lines that say what was done to it."""
+
+    def run() -> None:
+        with FailOpen(flow_id, stage, events):
+            work()
+
+    try:
+        asyncio.get_running_loop().call_soon(run)
+    except RuntimeError:
+        run()

@@ -20,7 +20,7 @@ from ..redact import masked_logger, redact_url
 from ..scope import caller_identity, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
 from .annotate import META, REPAIR_MARKER, add_comment, report_skip, request_model
-from .failopen import fail_open
+from .failopen import after_sending, fail_open
 from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
 
@@ -217,23 +217,29 @@ class RequestRepair:
         meta["repaired"] = settings.repair
         logged = self._sort_for_log(str(scope), settings.repair, outcome.fresh)
         logged.count_again(outcome.earlier_by_kind)
-        self.runtime.events.write(
-            Repaired(
-                flow_id=flow.id,
-                host=scope.host,
-                url=redact_url(request.url),
-                wire_format=wire_format.name,
-                applied=settings.repair,
-                cache_hits=len(plan.cache.found),
-                actions=loggable_actions(logged.new, settings.log_opaque),
-                again=logged.again,
-                again_by_kind=logged.again_by_kind,
-                total=logged.total,
-                silent_provider=silent,
+        # Said once the request is on its way: read now what later addons or turns may change.
+        url, events, cache_hits = request.url, self.runtime.events, len(plan.cache.found)
+
+        def say_repaired() -> None:
+            events.write(
+                Repaired(
+                    flow_id=flow.id,
+                    host=scope.host,
+                    url=redact_url(url),
+                    wire_format=wire_format.name,
+                    applied=settings.repair,
+                    cache_hits=cache_hits,
+                    actions=loggable_actions(logged.new, settings.log_opaque),
+                    again=logged.again,
+                    again_by_kind=logged.again_by_kind,
+                    total=logged.total,
+                    silent_provider=silent,
+                )
             )
-        )
-        verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
-        logger.info("llm %s %s: %s%s", verb, redact_url(request.url), logged.summary(), note)
+            verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
+            logger.info("llm %s %s: %s%s", verb, redact_url(url), logged.summary(), note)
+
+        after_sending(flow.id, "repair log", events, say_repaired)
         return meta
 
     def _read_whole(
