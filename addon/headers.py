@@ -6,7 +6,10 @@ they are stored does without them, and that time is the client's on a stream's w
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
+
+from mitmproxy.net.http import url
 
 if TYPE_CHECKING:
     from mitmproxy import http
@@ -22,3 +25,27 @@ def header(headers: http.Headers, name: bytes) -> str | None:
 def media_type(headers: http.Headers) -> str:
     """A message's media type, in lower case and without its parameters ("" when it has no content type)."""
     return (header(headers, b"content-type") or "").split(";", 1)[0].strip().lower()
+
+
+def pretty_host(request: http.Request) -> str:
+    """`request.pretty_host.lower()`: the host the client named (Host header, or HTTP/2's authority), else the one
+    the request goes to."""
+    if request.is_http2 or request.is_http3:
+        authority = request.authority or header(request.headers, b"host")
+    else:
+        authority = header(request.headers, b"host")
+    if not authority:
+        return request.host.lower()
+    if len(authority) > _REMEMBERED_AUTHORITY_CHARS:
+        return _host_of(authority)
+    return _remembered_host_of(authority)
+
+
+def _host_of(authority: str) -> str:
+    return url.parse_authority(authority, check=False)[0].lower()
+
+
+# A client names the same host request after request: what mitmproxy's parse (a regex and a validity check) makes of
+# it is remembered for the last 256 authorities of up to 512 characters.
+_REMEMBERED_AUTHORITY_CHARS = 512
+_remembered_host_of = functools.lru_cache(maxsize=256)(_host_of)

@@ -12,6 +12,7 @@ from mitmproxy import http
 from .cache import ReasoningStore
 from .formats import CacheView, RepairContext, WireFormat
 from .formats.base import usable_keys
+from .headers import pretty_host
 from .provenance import Origin, foreign_lookup
 from .records import RepairAction
 from .scope import Scope
@@ -70,7 +71,7 @@ def plan_repair(
     that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
     the caller's credential names its account (`provenance.Origin.named`)."""
     scope_name = str(scope)
-    context = RepairContext(path=request.path, model=model, host=request.pretty_host.lower(), placeholder=placeholder)
+    context = RepairContext(path=request.path, model=model, host=pretty_host(request), placeholder=placeholder)
     removed: list[RepairAction] = []
     kept: list[tuple[int, str]] = []
     if remove_foreign:

@@ -4,6 +4,7 @@ in which their error rules are tried and in which they are asked whether they se
 
 from __future__ import annotations
 
+import functools
 from importlib import import_module
 from typing import Any
 
@@ -50,7 +51,19 @@ def rules() -> tuple[Rule, ...]:
 
 def serving(host: str, path: str, model: str) -> Dialect | None:
     """The dialect that answers a request to `host` and `path` for `model`, if one says so."""
+    if len(host) + len(path) + len(model) > _REMEMBERED_CHARS:
+        return _serving(host, path, model)
+    return _remembered_serving(host, path, model)
+
+
+def _serving(host: str, path: str, model: str) -> Dialect | None:
     return next((dialect for dialect in DIALECTS if dialect.serves(host, path, model)), None)
+
+
+# Asked on every repaired turn, with what a client sends turn after turn: the answer is remembered for the last 256
+# requests' host, path and model of up to 1,024 characters together (each dialect's `serves` reads nothing else).
+_REMEMBERED_CHARS = 1024
+_remembered_serving = functools.lru_cache(maxsize=256)(_serving)
 
 
 def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:
