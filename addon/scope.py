@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import urllib.parse
 from dataclasses import dataclass, field
 
 from mitmproxy import http
+from mitmproxy.net.http import url
 
 from .accounts import rotating_kind, stable_identity
 from .redact import SECRET_QUERY_PARAMS, is_credential_header
@@ -80,15 +82,44 @@ class Identity:
         object.__setattr__(self, "fingerprint", fingerprint)
 
 
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What a request's scope is read from, as the request was when taken: later addons may change the request (its
+    headers, its path) before the scope is read, and a scope must be the client's, as capture and repair both read it.
+    Taking it holds on to what the request already holds, and reads nothing."""
+
+    fields: tuple[tuple[bytes, bytes], ...]  # the header fields, as mitmproxy stores them (a new tuple on each change)
+    scheme: bytes
+    host: str
+    port: int
+    path: bytes
+
+    @classmethod
+    def of(cls, request: http.Request) -> Caller:
+        data = request.data
+        return cls(data.headers.fields, data.scheme, data.host, data.port, data.path)
+
+    def query(self) -> tuple[tuple[str, str], ...]:
+        """`request.query`'s items, as mitmproxy reads them off the request's URL."""
+        text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
+        whole = url.unparse(text(self.scheme), self.host, self.port, text(self.path))
+        return tuple(url.decode(urllib.parse.urlparse(whole).query))
+
+
 def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -> Identity:
     """What identifies the caller, in a fixed order: `name:value` of each credential header (`name=kind:identity`
     where the value is a rotating credential whose account can be read), `?name=value` of each secret query
     parameter; the cookie only when there is nothing else."""
-    fields = request.headers.fields
+    return identity_of(Caller.of(request), also)
+
+
+def identity_of(caller: Caller, also: frozenset[str] = frozenset()) -> Identity:
+    """`caller_identity` of the request `caller` was taken from."""
+    fields = caller.fields
     headers = tuple(fields[at] for at in _credential_places(tuple(name for name, _ in fields), also))
     query = tuple(
         (name, value)
-        for name, value in (request.query.items(multi=True) if "?" in request.path else ())  # parsing costs
+        for name, value in (caller.query() if b"?" in caller.path else ())  # parsing costs
         if name.lower() in SECRET_QUERY_PARAMS
     )
     size = sum(len(name) + len(value) for name, value in headers) + sum(len(n) + len(v) for n, v in query)
@@ -152,6 +183,6 @@ def request_scope(request: http.Request, also: frozenset[str] = frozenset()) -> 
     return scope_of(request, caller_identity(request, also))
 
 
-def scope_of(request: http.Request, identity: Identity) -> Scope:
-    """The scope of a request whose caller's identity was already read."""
+def scope_of(request: http.Request | Caller, identity: Identity) -> Scope:
+    """The scope of a request (or what was taken of it) whose caller's identity was already read."""
     return Scope(host=f"{request.host.lower()}:{request.port}", credential=identity.fingerprint)

@@ -13,6 +13,7 @@ import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.formats import ChatCompletions
 from llm_reasoning_proxy.hooks import response_tap
+from llm_reasoning_proxy.hooks.annotate import flow_meta
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap
 from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
@@ -286,6 +287,7 @@ def test_stream_already_claimed_by_another_addon_is_left_alone(addons) -> None:
 
 def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     config, repair, capture, _ = addons
+    config.settings = config.settings.model_copy(update={"keep_bodies": "true"})
     flow = chat_flow({"model": "gemini-3-pro-preview", "messages": [{"role": "user", "content": "x"}]})
     repair.request(flow)
     answer = {
@@ -304,7 +306,6 @@ def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     }
     body = json.dumps(answer).encode()
     flow.response = tutils.tresp(headers=http.Headers(content_type="application/json"), content=None)
-    config.settings = config.settings.model_copy(update={"keep_bodies": "true"})
     capture.responseheaders(flow)
     for i in range(0, len(body), 5):
         flow.response.stream(body[i : i + 5])
@@ -315,3 +316,59 @@ def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     assert found["call_9"].fields == {"reasoning_opaque": "OPQ"}
     assert found["call_9"].request_model == "gemini-3-pro-preview"
     assert flow.comment == "llm captured reasoning_opaque for 1 tool call(s)"
+
+
+NEEDS_NOTHING = {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+
+
+async def test_a_request_that_needs_nothing_is_described_once_on_its_way(addons) -> None:
+    config, repair, _, _ = addons
+    flow = chat_flow(NEEDS_NOTHING)
+    client_scope = str(request_scope(flow.request))
+    repair.request(flow)
+    meta = flow.metadata["llm"]
+    assert "scope" not in meta and "request_model" not in meta  # not on the way to the provider
+    # An addon after this one changes the request before it leaves: what is filed is still the client's.
+    flow.request.headers["authorization"] = "Bearer another"
+    flow.request.path = "/v1/chat/completions?key=other"
+    flow.request.content = json.dumps({**NEEDS_NOTHING, "model": "other-model"}).encode()
+    await asyncio.sleep(0)  # the loop's next turn: mitmproxy has sent the request on
+    assert "pending" not in meta
+    assert (meta["scope"], meta["host"], meta["request_model"]) == (client_scope, "address:22", "deepseek-v4-flash")
+    assert meta["by_content"] is True and "named_account" not in meta
+
+
+async def test_an_entry_asked_for_before_its_turn_is_written_then(addons) -> None:
+    _, repair, _, _ = addons
+    flow = chat_flow(NEEDS_NOTHING)
+    repair.request(flow)
+    meta = flow_meta(flow)
+    assert meta is not None and "pending" not in meta
+    assert meta["scope"] == str(request_scope(flow.request)) and meta["request_model"] == "deepseek-v4-flash"
+    await asyncio.sleep(0)  # and nothing runs twice
+    assert meta["request_model"] == "deepseek-v4-flash"
+
+
+async def test_an_entry_is_whole_at_once_when_flows_are_kept(addons) -> None:
+    config, repair, _, _ = addons
+    config.settings = config.settings.model_copy(update={"keep_bodies": "true"})
+    flow = chat_flow(NEEDS_NOTHING)
+    repair.request(flow)
+    meta = flow.metadata["llm"]
+    assert "pending" not in meta and meta["request_model"] == "deepseek-v4-flash"
+    io.FlowWriter(stdio.BytesIO()).add(flow)  # a flow file can hold it
+
+
+async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, monkeypatch, caplog) -> None:
+    _, repair, _, log = addons
+    flow = chat_flow(NEEDS_NOTHING)
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("identity broke")
+
+    monkeypatch.setattr("llm_reasoning_proxy.hooks.repair.identity_of", broken)
+    repair.request(flow)
+    await asyncio.sleep(0)
+    assert "llm" not in flow.metadata  # the later hooks leave it alone, as one the request hook failed on
+    assert "identity broke" in caplog.text
+    assert '"stage":"request"' in log.read_text().replace(" ", "")

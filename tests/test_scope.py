@@ -10,6 +10,7 @@ from llm_reasoning_proxy.accounts import copilot_account
 from llm_reasoning_proxy.redact import is_credential_header
 from llm_reasoning_proxy.scope import (
     ANONYMOUS,
+    Caller,
     Scope,
     account_fingerprint,
     caller_identity,
@@ -347,3 +348,20 @@ def test_where_credentials_sit_among_header_names_is_remembered_only_for_lists_o
         request_scope(usual)
     )
     assert scope._remembered_places.cache_info().currsize == 3
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse&key=k1",
+        "/v1/chat/completions?key=a&key=b&KEY=c",
+        "/v1/x?key=%20spaced%2Bplus+&empty=&flag",
+        "/v1/x?#fragment",
+        "/v1/x#frag?key=not-a-query",
+        "/v1/x?key=\xe9t\xe9",
+        "//double/slash?key=k",
+    ],
+)
+def test_what_is_taken_of_a_request_reads_its_query_as_mitmproxy_does(path: str) -> None:
+    request = tutils.treq(host="gateway.example", port=8443, path=path.encode("utf-8", "surrogateescape"))
+    assert Caller.of(request).query() == tuple(request.query.items(multi=True))

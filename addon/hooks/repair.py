@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -17,9 +18,9 @@ from ..plans import INSERTING as INSERTING  # offline.py takes it from here
 from ..plans import RepairPlan
 from ..records import ActionTally, RepairAction, display_call_id, summarize_actions
 from ..redact import masked_logger, redact_url
-from ..scope import caller_identity, scope_of
+from ..scope import Caller, Identity, Scope, identity_of, scope_of
 from ..signing import SIGNED_REMEDY, body_signer
-from .annotate import META, REPAIR_MARKER, add_comment, report_skip, request_model
+from .annotate import META, PENDING, REPAIR_MARKER, add_comment, complete_meta, report_skip, request_model
 from .failopen import after_sending, fail_open
 from .resume import Outcome, Reading, remember_whole, resume
 from .runtime import Runtime
@@ -113,6 +114,35 @@ class RequestRepair:
             fail_open(flow.id, "request repair", self.runtime.events, e)
         self.runtime.history.release()
 
+    def _describe(self, meta: dict[str, Any], caller: Caller) -> tuple[Identity, Scope, bool]:
+        """Writes whose request it is into its flow's entry: the scope its answer's reasoning is filed under."""
+        settings = self.runtime.settings
+        assert settings is not None
+        identity = identity_of(caller, settings.credential_headers)
+        scope = scope_of(caller, identity)
+        if identity.rotating is not None:
+            self._note_rotating(scope.host, identity.rotating)
+        # Callers without any credential share one scope: there, only ids the provider issued find reasoning.
+        by_content = not scope.anonymous or settings.anonymous_fallback
+        meta.update(scope=str(scope), host=scope.host, by_content=by_content)
+        if identity.derived:  # capture files the answer's values under a scope that names its account
+            meta["named_account"] = True
+        return identity, scope, by_content
+
+    def _describe_later(
+        self, flow: http.HTTPFlow, meta: dict[str, Any], wire_format: WireFormat, caller: Caller, body: bytes
+    ) -> None:
+        """`_describe` and the model, of a request that needed nothing; a flow whose entry cannot be written is left
+        alone from then on, as one the request hook failed on."""
+        try:
+            self._describe(meta, caller)
+            path = caller.path.decode("utf-8", "surrogateescape")  # as mitmproxy's request.path reads it
+            meta["request_model"] = request_model(wire_format, path, body, None)
+        except Exception:
+            if flow.metadata.get(META) is meta:
+                del flow.metadata[META]
+            raise
+
     def _note_rotating(self, host: str, kind: str) -> None:
         """Says once per host and kind of credential that repair will not outlive the credential."""
         if (host, kind) in self._rotating_noted or len(self._rotating_noted) >= _ROTATING_NOTED:
@@ -138,24 +168,23 @@ class RequestRepair:
         wire_format, body = claimed
         settings = self.runtime.settings
         assert settings is not None
-        identity = caller_identity(request, settings.credential_headers)
-        scope = scope_of(request, identity)
-        if identity.rotating is not None:
-            self._note_rotating(scope.host, identity.rotating)
-        # Callers without any credential share one scope: there, only ids the provider issued find reasoning.
-        by_content = not scope.anonymous or settings.anonymous_fallback
-        meta: dict[str, Any] = {"format": wire_format.name, "scope": str(scope), "host": scope.host}
-        meta["by_content"] = by_content
-        if identity.derived:  # capture files the answer's values under a scope that names its account
-            meta["named_account"] = True
+        meta: dict[str, Any] = {"format": wire_format.name}
         flow.metadata[META] = meta
+        caller = Caller.of(request)  # the request as it is here: addons after this one may change it
         restore = wire_format.may_need_repair(body)
         if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
             # Nothing to put back or take out, and no turn of a conversation the history memory holds (those carry
-            # the calls that made them be remembered): it goes on as it came, never parsed. The model (which
-            # captured reasoning is bound to) is read off the raw body, here: addons after this one may change it.
-            meta["request_model"] = request_model(wire_format, request.path, body, None)
+            # the calls that made them be remembered): it goes on as it came, never parsed. Whose it is and the model
+            # it names (what its answer's reasoning is filed under) are read once it is on its way, while the
+            # provider answers, unless flows are kept: then the flow holds them as soon as mitmproxy has it.
+            describe = functools.partial(self._describe_later, flow, meta, wire_format, caller, body)
+            if self.runtime.keep_bodies():
+                describe()
+            else:
+                meta[PENDING] = describe
+                after_sending(flow.id, "request", self.runtime.events, functools.partial(complete_meta, meta))
             return meta
+        identity, scope, by_content = self._describe(meta, caller)
         store = self.runtime.store
         assert store is not None
         reading = Reading(
