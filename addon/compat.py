@@ -81,6 +81,9 @@ _ENCODES_FAST = MITMPROXY_VERSION >= (12, 2, 2)
 
 def set_content(message: http.Message, content: bytes) -> None:
     """`message.set_content(content)`, encoded at the fastest level on every line of mitmproxy."""
+    if not any(name.lower() == b"content-encoding" for name, _ in message.headers.fields):
+        _set_plain_content(message, content)
+        return
     name = (message.headers.get("content-encoding") or "").lower()  # as mitmproxy reads it: " gzip" is no gzip
     encoder = None if _ENCODES_FAST or not name else _fast_encoders().get(name)
     if encoder is None:  # identity, several encodings, or what mitmproxy decides for a name it does not know
@@ -89,6 +92,28 @@ def set_content(message: http.Message, content: bytes) -> None:
     message.raw_content = encoder(content)
     if "transfer-encoding" not in message.headers:  # as set_content() does: a length only without chunking
         message.headers["content-length"] = str(len(message.raw_content))
+
+
+def _set_plain_content(message: http.Message, content: bytes) -> None:
+    """What `message.set_content(content)` does to a message that names no content-encoding (its body as it is, and
+    the length of it unless the message is chunked), over the stored header fields: a repaired 1 MB turn went through
+    mitmproxy's header layers three times for it."""
+    message.data.content = content
+    fields = message.headers.fields
+    if any(name.lower() == b"transfer-encoding" for name, _ in fields):
+        return
+    length = str(len(content)).encode()
+    kept: list[tuple[bytes, bytes]] = []
+    placed = False
+    for name, value in fields:  # as headers["content-length"] = … sets it: in the first one's place, others gone
+        if name.lower() != b"content-length":
+            kept.append((name, value))
+        elif not placed:
+            kept.append((name, length))
+            placed = True
+    if not placed:
+        kept.append((b"content-length", length))
+    message.headers.fields = tuple(kept)
 
 
 # --- content views -----------------------------------------------------------------------------------------

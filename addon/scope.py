@@ -99,11 +99,14 @@ class Caller:
         data = request.data
         return cls(data.headers.fields, data.scheme, data.host, data.port, data.path)
 
+    def url(self) -> str:
+        """`request.url`, of a request that is not a CONNECT."""
+        text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
+        return url.unparse(text(self.scheme), self.host, self.port, text(self.path))
+
     def query(self) -> tuple[tuple[str, str], ...]:
         """`request.query`'s items, as mitmproxy reads them off the request's URL."""
-        text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
-        whole = url.unparse(text(self.scheme), self.host, self.port, text(self.path))
-        return tuple(url.decode(urllib.parse.urlparse(whole).query))
+        return tuple(url.decode(urllib.parse.urlparse(self.url()).query))
 
 
 def caller_identity(request: http.Request, also: frozenset[str] = frozenset()) -> Identity:

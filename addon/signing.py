@@ -21,10 +21,13 @@ SIGNED_REMEDY = "a Bedrock API key (a bearer token, which signs no body) lets th
 
 def body_signer(request: http.Request) -> str | None:
     """What signs a request's body, for people ("AWS SigV4"); None when nothing does."""
-    for value in request.headers.get_all("authorization"):
+    # Read over the stored fields and path, as mitmproxy's headers.get_all and query would read them: this is asked
+    # of every request that is repaired, on its way.
+    for name, raw in request.headers.fields:
+        value = raw.decode("utf-8", "surrogateescape") if name.lower() == b"authorization" else ""
         # SigV4, and SigV4a (multi-region: the same scheme signed with ECDSA)
         if value.lstrip().upper().startswith(("AWS4-HMAC-SHA256", "AWS4-ECDSA-P256-SHA256")):
             return SIGV4
-    if any(name.lower() == "x-amz-signature" for name in request.query):
+    if b"?" in request.data.path and any(name.lower() == "x-amz-signature" for name in request.query):
         return SIGV4
     return None

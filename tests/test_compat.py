@@ -71,3 +71,24 @@ def test_the_runtime_names_mitmproxy_and_python() -> None:
     assert compat.runtime() == f"mitmproxy {VERSION}, Python {platform.python_version()}"
     assert compat.MITMPROXY_VERSION[:2] in {(11, 0), (12, 0), (12, 1), (12, 2), (12, 3)}
     assert compat._version_tuple("12.0.0.dev0") == (12, 0, 0) and compat._version_tuple("13") == (13, 0, 0)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        [],
+        [(b"Content-Length", b"3")],  # its name as the client wrote it
+        [(b"content-length", b"3"), (b"x-a", b"1"), (b"CONTENT-LENGTH", b"4")],  # repeated: one left, in place
+        [(b"transfer-encoding", b"chunked"), (b"content-length", b"3")],  # chunked: left as it is
+        [(b"Transfer-Encoding", b"chunked")],
+        [(b"content-encoding", b"")],  # names an encoding: mitmproxy's own path
+        [(b"content-encoding", b"identity"), (b"content-length", b"3")],
+        [(b"content-encoding", b"gzip")],
+    ],
+)
+def test_a_body_is_set_as_mitmproxy_sets_it(fields: list[tuple[bytes, bytes]]) -> None:
+    ours, theirs = (tutils.treq(content=b"abc", headers=http.Headers(fields)) for _ in range(2))
+    compat.set_content(ours, BODY)
+    theirs.set_content(BODY)
+    assert ours.headers.fields == theirs.headers.fields
+    assert ours.get_content(strict=False) == theirs.get_content(strict=False) == BODY

@@ -365,3 +365,4 @@ def test_where_credentials_sit_among_header_names_is_remembered_only_for_lists_o
 def test_what_is_taken_of_a_request_reads_its_query_as_mitmproxy_does(path: str) -> None:
     request = tutils.treq(host="gateway.example", port=8443, path=path.encode("utf-8", "surrogateescape"))
     assert Caller.of(request).query() == tuple(request.query.items(multi=True))
+    assert Caller.of(request).url() == request.url

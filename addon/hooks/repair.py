@@ -247,9 +247,10 @@ class RequestRepair:
         logged = self._sort_for_log(str(scope), settings.repair, outcome.fresh)
         logged.count_again(outcome.earlier_by_kind)
         # Said once the request is on its way: read now what later addons or turns may change.
-        url, events, cache_hits = request.url, self.runtime.events, len(plan.cache.found)
+        events, cache_hits = self.runtime.events, len(plan.cache.found)
 
         def say_repaired() -> None:
+            url = caller.url()  # of the request as the hook saw it
             events.write(
                 Repaired(
                     flow_id=flow.id,
