@@ -294,6 +294,28 @@ def start_upstream() -> tuple[subprocess.Popen[str], int]:
     return process, int(line.split()[1])
 
 
+def proxies(port: int, scratch: Path, **addon_process: Any) -> tuple[MitmdumpProcess, MitmdumpProcess]:
+    """Plain mitmdump, which only streams event streams as any LLM proxy must, and mitmdump with the addon (its
+    cache seeded), both in front of the fake provider at `port`; `addon_process` goes to the addon's
+    MitmdumpProcess (another script, its environment)."""
+    cache = scratch / "cache.db"
+    seed_cache(cache, port)
+    common = ("--mode", f"reverse:http://127.0.0.1:{port}")
+    plain = MitmdumpProcess(
+        *common, "-s", str(ROOT / "scripts" / "bench_stream_only.py"), confdir=scratch / "conf", addon=False
+    )
+    addon = MitmdumpProcess(
+        *common,
+        "--set",
+        f"llm_cache={cache}",
+        "--set",
+        f"llm_log={scratch / 'events.jsonl'}",
+        confdir=scratch / "conf",
+        **addon_process,
+    )
+    return plain, addon
+
+
 def pin(pid: int, cpu: int) -> None:
     """Runs a process on one core, so that both proxies always compete on equal terms (Linux, 2+ cores)."""
     if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > cpu:
@@ -959,20 +981,7 @@ def main() -> int:
     upstream, port = start_upstream()
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
-        cache = scratch / "cache.db"
-        seed_cache(cache, port)
-        common = ("--mode", f"reverse:http://127.0.0.1:{port}")
-        plain = MitmdumpProcess(
-            *common, "-s", str(ROOT / "scripts" / "bench_stream_only.py"), confdir=scratch / "conf", addon=False
-        )
-        addon = MitmdumpProcess(
-            *common,
-            "--set",
-            f"llm_cache={cache}",
-            "--set",
-            f"llm_log={scratch / 'events.jsonl'}",
-            confdir=scratch / "conf",
-        )
+        plain, addon = proxies(port, scratch)
         peers = bench_peers.Peers()
         try:
             plain.start()

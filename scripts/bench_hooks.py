@@ -25,7 +25,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx  # noqa: E402
 
 from scripts import bench  # noqa: E402
-from tests.support.proxy import MitmdumpProcess  # noqa: E402
 
 
 def main() -> int:
@@ -35,19 +34,10 @@ def main() -> int:
     upstream, port = bench.start_upstream()
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
-        cache, times = scratch / "cache.db", scratch / "hook-times.json"
-        bench.seed_cache(cache, port)
-        common = ("--mode", f"reverse:http://127.0.0.1:{port}")
-        plain = MitmdumpProcess(
-            *common, "-s", str(bench.ROOT / "scripts" / "bench_stream_only.py"), confdir=scratch / "conf", addon=False
-        )
-        addon = MitmdumpProcess(
-            *common,
-            "--set",
-            f"llm_cache={cache}",
-            "--set",
-            f"llm_log={scratch / 'events.jsonl'}",
-            confdir=scratch / "conf",
+        times = scratch / "hook-times.json"
+        plain, addon = bench.proxies(
+            port,
+            scratch,
             script=bench.ROOT / "scripts" / "bench_hooks_timed.py",
             env={"LLM_BENCH_HOOK_TIMES": str(times)},
         )
