@@ -18,6 +18,8 @@ from typing import Any, Protocol
 from mitmproxy import contentviews, ctx, http
 from mitmproxy.version import VERSION as MITMPROXY_VERSION_TEXT
 
+from .headers import has_header
+
 # Plain logging: this module is imported before the addon's dependencies are known to be there (startup.py), and
 # what it logs is masked where it is made (`_why`).
 logger = logging.getLogger(__name__)
@@ -81,7 +83,7 @@ _ENCODES_FAST = MITMPROXY_VERSION >= (12, 2, 2)
 
 def set_content(message: http.Message, content: bytes) -> None:
     """`message.set_content(content)`, encoded at the fastest level on every line of mitmproxy."""
-    if not any(name.lower() == b"content-encoding" for name, _ in message.headers.fields):
+    if not has_header(message.headers, b"content-encoding"):
         _set_plain_content(message, content)
         return
     name = (message.headers.get("content-encoding") or "").lower()  # as mitmproxy reads it: " gzip" is no gzip
@@ -99,13 +101,15 @@ def _set_plain_content(message: http.Message, content: bytes) -> None:
     the length of it unless the message is chunked), over the stored header fields: a repaired 1 MB turn went through
     mitmproxy's header layers three times for it."""
     message.data.content = content
-    fields = message.headers.fields
-    if any(name.lower() == b"transfer-encoding" for name, _ in fields):
+    if has_header(message.headers, b"transfer-encoding"):
         return
     length = str(len(content)).encode()
     kept: list[tuple[bytes, bytes]] = []
     placed = False
-    for name, value in fields:  # as headers["content-length"] = … sets it: in the first one's place, others gone
+    for (
+        name,
+        value,
+    ) in message.headers.fields:  # as headers["content-length"] = … sets it: in the first one's place, others gone
         if name.lower() != b"content-length":
             kept.append((name, value))
         elif not placed:

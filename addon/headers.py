@@ -22,6 +22,16 @@ def header(headers: http.Headers, name: bytes) -> str | None:
     return b", ".join(values).decode("utf-8", "surrogateescape") if values else None
 
 
+def header_values(headers: http.Headers, name: bytes) -> list[str]:
+    """`headers.get_all(name)`, for `name` in lower case: each value apart, decoded as mitmproxy decodes them."""
+    return [raw.decode("utf-8", "surrogateescape") for key, raw in headers.fields if key.lower() == name]
+
+
+def has_header(headers: http.Headers, name: bytes) -> bool:
+    """`name in headers`, for `name` in lower case."""
+    return any(key.lower() == name for key, _ in headers.fields)
+
+
 def media_type(headers: http.Headers) -> str:
     """A message's media type, in lower case and without its parameters ("" when it has no content type)."""
     return (header(headers, b"content-type") or "").split(";", 1)[0].strip().lower()

@@ -99,10 +99,14 @@ class Caller:
         data = request.data
         return cls(data.headers.fields, data.scheme, data.host, data.port, data.path)
 
+    @property
+    def text_path(self) -> str:
+        """`request.path`."""
+        return _text(self.path)
+
     def url(self) -> str:
         """`request.url`, of a request that is not a CONNECT."""
-        text = functools.partial(bytes.decode, encoding="utf-8", errors="surrogateescape")
-        return url.unparse(text(self.scheme), self.host, self.port, text(self.path))
+        return url.unparse(_text(self.scheme), self.host, self.port, self.text_path)
 
     def query(self) -> tuple[tuple[str, str], ...]:
         """`request.query`'s items, as mitmproxy reads them off the request's URL."""

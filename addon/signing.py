@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from mitmproxy import http
 
+from .headers import header_values
+
 SIGV4 = "AWS SigV4"
 # What a client can do about it, said wherever a signed request is left unrepaired (in words the redactor, which masks
 # every "Authorization: Bearer …", leaves alone).
@@ -21,10 +23,9 @@ SIGNED_REMEDY = "a Bedrock API key (a bearer token, which signs no body) lets th
 
 def body_signer(request: http.Request) -> str | None:
     """What signs a request's body, for people ("AWS SigV4"); None when nothing does."""
-    # Read over the stored fields and path, as mitmproxy's headers.get_all and query would read them: this is asked
-    # of every request that is repaired, on its way.
-    for name, raw in request.headers.fields:
-        value = raw.decode("utf-8", "surrogateescape") if name.lower() == b"authorization" else ""
+    # Read over the stored fields, and the query only where the path has one: this is asked of every request that
+    # is repaired, on its way.
+    for value in header_values(request.headers, b"authorization"):
         # SigV4, and SigV4a (multi-region: the same scheme signed with ECDSA)
         if value.lstrip().upper().startswith(("AWS4-HMAC-SHA256", "AWS4-ECDSA-P256-SHA256")):
             return SIGV4

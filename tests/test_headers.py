@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from llm_reasoning_proxy.headers import header, media_type, pretty_host
+from llm_reasoning_proxy.headers import has_header, header, header_values, media_type, pretty_host
 from mitmproxy import http
 
 FIELDS = [
@@ -20,6 +20,8 @@ FIELDS = [
 def test_a_header_reads_as_mitmproxy_reads_it(fields: list[tuple[bytes, bytes]]) -> None:
     headers = http.Headers(fields)
     assert header(headers, b"content-encoding") == headers.get("content-encoding")
+    assert header_values(headers, b"content-encoding") == headers.get_all("content-encoding")
+    assert has_header(headers, b"content-encoding") is ("content-encoding" in headers)
 
 
 def test_many_repeats_of_a_header_are_all_joined() -> None:

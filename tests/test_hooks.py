@@ -372,3 +372,20 @@ async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, mon
     assert "llm" not in flow.metadata  # the later hooks leave it alone, as one the request hook failed on
     assert "identity broke" in caplog.text
     assert '"stage":"request"' in log.read_text().replace(" ", "")
+
+
+async def test_an_entry_asked_for_early_that_cannot_be_written_leaves_the_flow_alone(
+    addons, monkeypatch, caplog
+) -> None:
+    _, repair, _, _ = addons
+    flow = chat_flow(NEEDS_NOTHING)
+
+    def broken(*args: object) -> object:
+        raise RuntimeError("identity broke")
+
+    monkeypatch.setattr("llm_reasoning_proxy.hooks.repair.identity_of", broken)
+    repair.request(flow)
+    assert flow_meta(flow) is None and "llm" not in flow.metadata  # asked before the loop's next turn
+    assert "identity broke" in caplog.text
+    await asyncio.sleep(0)  # the deferred part finds nothing left to do
+    assert "llm" not in flow.metadata

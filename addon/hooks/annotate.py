@@ -10,6 +10,7 @@ from ..events import EventLog, Skipped
 from ..formats import WireFormat
 from ..limits import MAX_OUTPUT_LINE_CHARS, bounded_name, cut_text
 from ..redact import masked_logger, redact_text, redact_url
+from .failopen import fail_open
 
 logger = masked_logger(__name__)
 
@@ -30,7 +31,7 @@ def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:
         try:
             complete_meta(meta)
         except Exception as e:  # the flow goes on as one the request hook failed on (it took the entry off)
-            logger.warning("llm-reasoning-proxy: request failed on flow %s, forwarded unchanged: %s", flow.id, e)
+            fail_open(flow.id, "request", None, e)
             return None
     return meta
 

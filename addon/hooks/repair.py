@@ -136,8 +136,7 @@ class RequestRepair:
         alone from then on, as one the request hook failed on."""
         try:
             self._describe(meta, caller)
-            path = caller.path.decode("utf-8", "surrogateescape")  # as mitmproxy's request.path reads it
-            meta["request_model"] = request_model(wire_format, path, body, None)
+            meta["request_model"] = request_model(wire_format, caller.text_path, body, None)
         except Exception:
             if flow.metadata.get(META) is meta:
                 del flow.metadata[META]
