@@ -359,14 +359,19 @@ async def test_an_entry_is_whole_at_once_when_flows_are_kept(addons) -> None:
     io.FlowWriter(stdio.BytesIO()).add(flow)  # a flow file can hold it
 
 
-async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, monkeypatch, caplog) -> None:
-    _, repair, _, log = addons
-    flow = chat_flow(NEEDS_NOTHING)
+@pytest.fixture
+def identity_breaks(monkeypatch) -> None:
+    """Reading whose request it is fails: the deferred part of the request hook cannot write the entry."""
 
     def broken(*args: object) -> object:
         raise RuntimeError("identity broke")
 
     monkeypatch.setattr("llm_reasoning_proxy.hooks.repair.identity_of", broken)
+
+
+async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, identity_breaks, caplog) -> None:
+    _, repair, _, log = addons
+    flow = chat_flow(NEEDS_NOTHING)
     repair.request(flow)
     await asyncio.sleep(0)
     assert "llm" not in flow.metadata  # the later hooks leave it alone, as one the request hook failed on
@@ -375,15 +380,10 @@ async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, mon
 
 
 async def test_an_entry_asked_for_early_that_cannot_be_written_leaves_the_flow_alone(
-    addons, monkeypatch, caplog
+    addons, identity_breaks, caplog
 ) -> None:
     _, repair, _, _ = addons
     flow = chat_flow(NEEDS_NOTHING)
-
-    def broken(*args: object) -> object:
-        raise RuntimeError("identity broke")
-
-    monkeypatch.setattr("llm_reasoning_proxy.hooks.repair.identity_of", broken)
     repair.request(flow)
     assert flow_meta(flow) is None and "llm" not in flow.metadata  # asked before the loop's next turn
     assert "identity broke" in caplog.text
