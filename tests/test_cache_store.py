@@ -391,6 +391,95 @@ def test_sqlite_remembered_keys_follow_other_processes(tmp_path):
     second.close()
 
 
+def _statements(store: SQLiteStore) -> list[str]:
+    """The statements the store's connection runs from now on."""
+    ran: list[str] = []
+    store._db.set_trace_callback(ran.append)
+    return ran
+
+
+def test_sqlite_asks_data_version_only_after_a_commit(tmp_path):
+    """A lookup with nothing committed since the last one is answered from memory; one after another connection's
+    commit asks SQLite and sees it."""
+    path = tmp_path / "c.db"
+    first = SQLiteStore(path, LIMITS)
+    second = SQLiteStore(path, LIMITS)
+    try:
+        assert first.get_many(SCOPE, ["later"]) == {}
+        ran = _statements(first)
+        assert first.get_many(SCOPE, ["later"]) == {} and first.get_origins(["d"]) == {}
+        assert [statement for statement in ran if "data_version" in statement] == []
+        second.put(SCOPE, ["later"], make_record(1))
+        assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
+        assert any("data_version" in statement for statement in ran)
+        ran.clear()
+        first.put(SCOPE, ["mine"], make_record(2))  # its own commit: it looks once, then, not on the next lookup
+        ran.clear()
+        assert first.get_many(SCOPE, ["mine", "later"]) == {"mine": make_record(2), "later": make_record(1)}
+        assert ran == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_sqlite_without_a_readable_wal_header_asks_every_time(tmp_path):
+    path = tmp_path / "c.db"
+    first = SQLiteStore(path, LIMITS)
+    second = SQLiteStore(path, LIMITS)
+    first._wal.close()  # as where the -shm file cannot be mapped
+    try:
+        assert first._wal.current() is None
+        assert first.get_many(SCOPE, ["later"]) == {}
+        second.put(SCOPE, ["later"], make_record(1))
+        assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
+        second.delete(SCOPE, ["later"])
+        assert first.get_many(SCOPE, ["later"]) == {}
+    finally:
+        first.close()
+        second.close()
+
+
+def test_wal_header_changes_with_every_commit_of_another_connection(tmp_path):
+    path = tmp_path / "c.db"
+    reader = SQLiteStore(path, LIMITS)
+    writer = SQLiteStore(path, LIMITS)
+    try:
+        seen = {reader._wal.current()}
+        assert reader._wal.current() == reader._wal.current()
+        for n in range(40):
+            if n % 2:
+                writer.put(SCOPE, [f"k{n}"], make_record(n))
+            else:
+                writer.put_origins(ORIGIN_X, [f"d{n}"])
+            header = reader._wal.current()
+            assert header not in seen
+            seen.add(header)
+        writer._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL starts again from its first frame
+        writer.put(SCOPE, ["after"], make_record(99))
+        assert reader._wal.current() not in seen
+        assert reader.get_many(SCOPE, ["after"]) == {"after": make_record(99)}
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_sqlite_origins_written_are_remembered_with_those_on_file(tmp_path):
+    """The next request that sends a value back finds its origins without reading the file, the other
+    processes' included."""
+    path = tmp_path / "c.db"
+    first = SQLiteStore(path, LIMITS)
+    second = SQLiteStore(path, LIMITS)
+    try:
+        second.put_origins(ORIGIN_Y, ["d"])
+        first.put_origins(ORIGIN_X, ["d", "e"])
+        ran = _statements(first)
+        assert first.get_origins(["d", "e"]) == {"d": {ORIGIN_X, ORIGIN_Y}, "e": {ORIGIN_X}}
+        assert ran == []
+    finally:
+        first.close()
+        second.close()
+
+
 CHILD_PRELUDE = """
 import sys, time
 from pathlib import Path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import httpx
 import openai
 import pytest
 
+from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.fake_responses import FINAL_ANSWER
 from tests.support.proxy import MitmdumpProcess
@@ -70,9 +72,9 @@ def missing_reasoning(item: dict, rs_id: str) -> dict:
     }
 
 
-def log_events(proxy_state: Path, kind: str) -> list[dict]:
-    lines = (proxy_state / "events.jsonl").read_text().splitlines()
-    return [event for event in map(json.loads, lines) if event["kind"] == kind]
+def log_events(proxy_state: Path, kind: str, where: Callable[[dict], Any]) -> list[dict]:
+    """The events of one kind for which `where` holds, once there is one (LogTail waits up to 60 s)."""
+    return LogTail(proxy_state / "events.jsonl", whole=True).wait_for(kind, where=where)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
@@ -98,14 +100,14 @@ def test_turn_two_gets_its_reasoning_item_back(
     sent = fake.last("/responses").doc["input"]
     assert sent == [QUESTION, issued.item, *turn_two[1:]]
 
-    (captured,) = [e for e in log_events(proxy_state, "captured") if e.get("response_id") == response_id]
+    (captured,) = log_events(proxy_state, "captured", lambda e: e.get("response_id") == response_id)
     assert captured["wire_format"] == "openai_responses" and captured["streamed"] is stream
     assert [c["id"] for c in captured["tool_calls"]] == [c["call_id"] for c in calls]
     assert captured["fields"]["id"]["text"] == reasoning["id"]
     assert "text" not in captured["fields"]["encrypted_content"]
-    (repaired,) = [
-        e for e in log_events(proxy_state, "repaired") if any(a.get("response_id") == response_id for a in e["actions"])
-    ]
+    (repaired,) = log_events(
+        proxy_state, "repaired", lambda e: any(a.get("response_id") == response_id for a in e["actions"])
+    )
     assert [(a["kind"], a["location"], a["tool_call_id"]) for a in repaired["actions"]] == [
         ("inserted", "input[2]", calls[0]["call_id"])
     ]

@@ -64,6 +64,16 @@ def store_turn(config: Runtime, flow: http.HTTPFlow) -> None:
     config.store.put(str(request_scope(flow.request)), ["call_1"], record)
 
 
+def answered(repair: object, flow: http.HTTPFlow, status: int = 200) -> None:
+    """The provider's answer to a flow, as mitmproxy hands it to the request hook's addon."""
+    flow.response = tutils.tresp(status_code=status)
+    repair.response(flow)  # type: ignore[attr-defined]
+
+
+def repaired_events(log: Path) -> list[dict]:
+    return [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
+
+
 def test_request_is_repaired_marked_and_annotated(addons) -> None:
     config, repair, _, log = addons
     config.settings = config.settings.model_copy(update={"keep_bodies": "true"})  # as when flows are saved
@@ -84,12 +94,15 @@ def test_a_turn_that_needs_the_same_repairs_again_logs_them_as_counts(addons, ca
     config, repair, _, log = addons
     store_turn(config, chat_flow(TURN_TWO))
     with caplog.at_level(logging.INFO):
-        repair.request(chat_flow(TURN_TWO))
+        first_flow = chat_flow(TURN_TWO)
+        repair.request(first_flow)
+        answered(repair, first_flow)
         flow = chat_flow(TURN_TWO)  # the same history again (turn 3 without its own newest message)
         repair.request(flow)
+        answered(repair, flow)
     assert flow.request.json()["messages"][1]["reasoning_opaque"] == "OPAQUE"  # repaired all the same
     assert flow.comment.startswith("llm repaired: content [] -> null on messages[1]; restored reasoning_opaque")
-    first, again = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
+    first, again = repaired_events(log)
     assert [a["kind"] for a in first["actions"]] == ["content_null", "restored"]
     assert (first["again"], first["again_by_kind"], first["total"]) == (0, {}, 2)
     assert again["actions"] == [] and again["applied"] is True
@@ -108,8 +121,9 @@ def test_with_repair_off_the_events_say_what_would_be_done_once_too(addons) -> N
     for _ in range(2):
         flow = chat_flow(TURN_TWO)
         repair.request(flow)
+        answered(repair, flow)
         assert flow.request.json()["messages"][1]["content"] == []  # only observed
-    first, again = [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == "repaired"]
+    first, again = repaired_events(log)
     assert first["applied"] is False and len(first["actions"]) == 2 and first["again"] == 0
     assert again["applied"] is False and again["actions"] == [] and again["again"] == 2 and again["total"] == 2
 
@@ -316,6 +330,46 @@ def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     assert found["call_9"].fields == {"reasoning_opaque": "OPQ"}
     assert found["call_9"].request_model == "gemini-3-pro-preview"
     assert flow.comment == "llm captured reasoning_opaque for 1 tool call(s)"
+
+
+async def test_a_repair_is_logged_once_its_answer_went_on(addons) -> None:
+    """Writing the line is no work the answer waits for: it comes on the loop's turn after the answer went on."""
+    config, repair, _, log = addons
+    flow = chat_flow(TURN_TWO)
+    store_turn(config, flow)
+    repair.request(flow)
+    await asyncio.sleep(0)  # the request went on: the answer is not in yet
+    assert repaired_events(log) == []
+    answered(repair, flow)
+    assert repaired_events(log) == []
+    await asyncio.sleep(0)
+    (event,) = repaired_events(log)
+    assert event["flow_id"] == flow.id and [a["kind"] for a in event["actions"]] == ["content_null", "restored"]
+    answered(repair, flow)  # said once
+    await asyncio.sleep(0)
+    assert len(repaired_events(log)) == 1
+
+
+async def test_a_refused_repair_is_logged_before_its_diagnosis(addons) -> None:
+    config, repair, _, log = addons
+    flow = chat_flow(TURN_TWO)
+    store_turn(config, flow)
+    repair.request(flow)
+    answered(repair, flow, 400)  # the explainer's hook comes next, and writes its line at once
+    assert len(repaired_events(log)) == 1
+
+
+async def test_a_repair_whose_answer_failed_or_never_came_is_logged_all_the_same(addons) -> None:
+    config, repair, _, log = addons
+    failed, unanswered = chat_flow(TURN_TWO), chat_flow(TURN_TWO)
+    store_turn(config, failed)
+    repair.request(failed)
+    repair.request(unanswered)
+    repair.error(failed)  # the connection to the provider broke
+    await asyncio.sleep(0)
+    assert [e["flow_id"] for e in repaired_events(log)] == [failed.id]
+    config.done()  # mitmproxy stops with the other request in flight
+    assert [e["flow_id"] for e in repaired_events(log)] == [failed.id, unanswered.id]
 
 
 NEEDS_NOTHING = {"model": "deepseek-v4-flash", "messages": [{"role": "user", "content": "hi"}], "stream": True}

@@ -10,7 +10,8 @@ lookup reads each record's text once however many keys lead to it. A stored
 record never changes and its id is never reused, so each process keeps the
 records it has read in memory: a client re-sends the same history every turn.
 Each process also remembers where keys led (or that they led nowhere) until
-SQLite's data_version says another process wrote to the file.
+SQLite's data_version says another process wrote to the file; it asks only when
+the WAL-index header says some connection committed (addon/cache/wal_header.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
 from .prune_schedule import PruneSchedule
 from .remembered import RememberedRecords, by_key, warn_unreadable
+from .wal_header import WalHeader
 
 SCHEMA_VERSION = 4  # 4: tool call arguments kept as a digest
 _SCHEMA = """
@@ -89,6 +91,7 @@ class SQLiteStore:
         self._keys: dict[tuple[str, str], int | None] = {}
         self._origins: dict[str, dict[str, float]] = {}  # digest -> origin -> stored_at (empty: none), like _keys
         self._data_version: int | None = None
+        self._seen_header: bytes | None = None  # the WAL-index header when data_version was last read
         try:
             _create_private(path)
             # SQLite gives the -wal and -shm files the database file's permissions.
@@ -100,6 +103,7 @@ class SQLiteStore:
             for companion in _companions(path):
                 make_private(companion)
             self._migrate()
+            self._wal = WalHeader(path)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the reasoning cache at {path}: {e}") from e
         self.prune()
@@ -160,12 +164,20 @@ class SQLiteStore:
         return by_key(ids, records)
 
     def _forget_keys_if_changed(self) -> None:
-        """Drops what keys led to once another connection committed: it may have replaced or deleted them."""
+        """Drops what keys led to once another connection committed: it may have replaced or deleted them.
+
+        SQLite is asked only when the WAL-index header changed since it last was: no connection committed in
+        between, this one included. The header is read first, so a commit after it shows as a change next time.
+        Each write of this store looks again once it committed, so that the next request does not have to."""
+        header = self._wal.current()
+        if header is not None and header == self._seen_header:
+            return
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._keys.clear()
             self._origins.clear()
             self._data_version = version
+        self._seen_header = header
 
     def _remember_key(self, scope: str, key: str, record_id: int | None) -> None:
         self._keys[(scope, key)] = record_id
@@ -191,6 +203,7 @@ class SQLiteStore:
         except BaseException:
             self._rollback()
             raise
+        self._forget_keys_if_changed()
         self._read.add(record_id, stored_at, record, len(raw))
         for key in keys:
             self._remember_key(scope, key, record_id)
@@ -205,24 +218,30 @@ class SQLiteStore:
             removed += self._db.execute(
                 f"DELETE FROM record_keys WHERE scope = ? AND key IN ({','.join('?' * len(batch))})", (scope, *batch)
             ).rowcount
+        self._forget_keys_if_changed()
         return removed
 
     def put_origins(self, origin: str, digests: Sequence[str]) -> None:
         stored_at = self._clock()
+        written = list(dict.fromkeys(digests))
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany(
                 "INSERT OR REPLACE INTO origins (digest, origin, stored_at) VALUES (?, ?, ?)",
-                [(digest, origin, stored_at) for digest in dict.fromkeys(digests)],
+                [(digest, origin, stored_at) for digest in written],
             )
+            # Every origin on file for them, read while no other connection can write: the request that sends one
+            # back next finds them remembered, not on disk.
+            on_file: dict[str, dict[str, float]] = {}
+            for batch in _batches(written):
+                on_file.update(self._select_origins(batch, stored_at - self._limits.max_age))
             self._db.execute("COMMIT")
         except BaseException:
             self._rollback()
             raise
-        for digest in digests:
-            known = self._origins.get(digest)
-            if known is not None:  # else other origins may be on file: the next lookup reads them
-                self._remember_origins(digest, {**known, origin: stored_at})
+        self._forget_keys_if_changed()
+        for digest in written:
+            self._remember_origins(digest, on_file.get(digest, {}))
         if self._prunes.wrote():
             self.prune()
 
@@ -238,17 +257,21 @@ class SQLiteStore:
             elif fresh := {origin for origin, at in remembered.items() if at >= oldest}:  # they age as on file
                 found[digest] = fresh
         for batch in _batches(unknown):
-            rows: dict[str, dict[str, float]] = {}
-            for digest, origin, stored_at in self._db.execute(
-                "SELECT digest, origin, stored_at FROM origins "
-                f"WHERE stored_at >= ? AND digest IN ({','.join('?' * len(batch))})",
-                (oldest, *batch),
-            ):
-                rows.setdefault(digest, {})[origin] = stored_at
+            rows = self._select_origins(batch, oldest)
             for digest in batch:
                 self._remember_origins(digest, rows.get(digest, {}))
             found.update((digest, set(origins)) for digest, origins in rows.items())
         return found
+
+    def _select_origins(self, digests: list[str], oldest: float) -> dict[str, dict[str, float]]:
+        rows: dict[str, dict[str, float]] = {}
+        for digest, origin, stored_at in self._db.execute(
+            "SELECT digest, origin, stored_at FROM origins "
+            f"WHERE stored_at >= ? AND digest IN ({','.join('?' * len(digests))})",
+            (oldest, *digests),
+        ):
+            rows.setdefault(digest, {})[origin] = stored_at
+        return rows
 
     def _remember_origins(self, digest: str, origins: dict[str, float]) -> None:
         self._origins[digest] = origins
@@ -281,6 +304,7 @@ class SQLiteStore:
         except BaseException:
             self._rollback()
             raise
+        self._forget_keys_if_changed()
         return removed
 
     def _rollback(self) -> None:
@@ -293,4 +317,5 @@ class SQLiteStore:
         self._read.clear()
         self._keys.clear()
         self._origins.clear()
+        self._wal.close()
         self._db.close()

@@ -114,6 +114,13 @@ class RequestRepair:
             fail_open(flow.id, "request repair", self.runtime.events, e)
         self.runtime.history.release()
 
+    def response(self, flow: http.HTTPFlow) -> None:
+        response = flow.response
+        self.runtime.answered(flow.id, refused=response is not None and response.status_code >= 400)
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        self.runtime.answered(flow.id, refused=False)
+
     def _describe(self, meta: dict[str, Any], caller: Caller) -> tuple[Identity, Scope, bool]:
         """Writes whose request it is into its flow's entry: the scope its answer's reasoning is filed under."""
         settings = self.runtime.settings
@@ -245,7 +252,7 @@ class RequestRepair:
         meta["repaired"] = settings.repair
         logged = self._sort_for_log(str(scope), settings.repair, outcome.fresh)
         logged.count_again(outcome.earlier_by_kind)
-        # Said once the request is on its way: read now what later addons or turns may change.
+        # Said once the answer is in (Runtime.say_when_answered): read now what later addons or turns may change.
         events, cache_hits = self.runtime.events, len(plan.cache.found)
 
         def say_repaired() -> None:
@@ -268,7 +275,10 @@ class RequestRepair:
             verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
             logger.info("llm %s %s: %s%s", verb, redact_url(url), logged.summary(), note)
 
-        after_sending(flow.id, "repair log", events, say_repaired)
+        if keep:  # the flow's entry is complete as soon as mitmproxy has it
+            after_sending(flow.id, "repair log", events, say_repaired)
+        else:
+            self.runtime.say_when_answered(flow.id, "repair log", say_repaired)
         return meta
 
     def _read_whole(

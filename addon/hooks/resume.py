@@ -3,7 +3,6 @@ with a turn's new items instead of the whole body, and what it remembers of each
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Hashable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -183,7 +182,9 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
         return None  # an answer the earlier turn found nothing for is cached now: read it whole
     key = wire_format.items_key
     doc = dict(entry.others)
-    doc[key] = [*copy.deepcopy(window), *new_items]
+    # The window is the matched entry's, which the memory forgot (HistoryMemory.match): the repair may change it
+    # in place, and a repair that does is not continued (below).
+    doc[key] = [*window, *new_items]
     plan = reading.plan(doc, entry.model)
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None

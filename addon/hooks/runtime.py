@@ -1,10 +1,10 @@
 """The addons' shared runtime, itself the addon that owns the llm_* options: the settings, and what they open (the
-cache, the event log), and the repair plans that wait for their answers."""
+cache, the event log), and the repair plans and log lines that wait for their answers."""
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Optional
 
 from mitmproxy import ctx, exceptions
@@ -18,6 +18,7 @@ from ..plans import RepairPlan
 from ..redact import masked_logger
 from ..settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 from ..startup import refuse
+from .failopen import FailOpen, after_sending
 
 logger = masked_logger(__name__)
 _PLANS_KEPT = 1024
@@ -39,6 +40,8 @@ class Runtime:
         # self-healing needs the entries it used, and explaining an error what the repair did or would have done;
         # neither belongs in flow metadata (they are not serialisable, and most are never needed).
         self._plans: OrderedDict[str, RepairPlan] = OrderedDict()
+        # Lines about requests, written once their answers are in (say_when_answered), by flow id: (stage, writer).
+        self._unsaid: OrderedDict[str, tuple[str, Callable[[], None]]] = OrderedDict()
         self._keep_bodies: bool | None = None
         # The last requests of each conversation, so that the next turn is read from where they ended.
         self.history = HistoryMemory()
@@ -108,12 +111,38 @@ class Runtime:
         self.events.write(Started(version=__version__, runtime=compat.runtime(), settings=settings.loggable()))
 
     def done(self) -> None:
+        while self._unsaid:  # answers that never came: their requests' lines are written all the same
+            flow_id, (stage, say) = self._unsaid.popitem(last=False)
+            with FailOpen(flow_id, stage, self.events):
+                say()
         self.history.clear()
         if self.store is not None:
             self.store.close()
             self.store = None
         self.events.close()
         self.settings = None
+
+    def say_when_answered(self, flow_id: str, stage: str, say: Callable[[], None]) -> None:
+        """Writes a request's lines once its answer is in (`answered`): against a provider that answers within a
+        millisecond, as in a benchmark, writing them meanwhile would delay the answer. Past _PLANS_KEPT waiting, the
+        oldest is written at once."""
+        self._unsaid[flow_id] = (stage, say)
+        while len(self._unsaid) > _PLANS_KEPT:
+            oldest, (oldest_stage, oldest_say) = self._unsaid.popitem(last=False)
+            after_sending(oldest, oldest_stage, self.events, oldest_say)
+
+    def answered(self, flow_id: str, *, refused: bool) -> None:
+        """Writes the lines waiting for a flow's answer: at once when the provider refused the request (before the
+        line that explains why), else after the answer went on to the client."""
+        waiting = self._unsaid.pop(flow_id, None)
+        if waiting is None:
+            return
+        stage, say = waiting
+        if refused:
+            with FailOpen(flow_id, stage, self.events):
+                say()
+        else:
+            after_sending(flow_id, stage, self.events, say)
 
     def remember_plan(self, flow_id: str, plan: RepairPlan) -> None:
         self._plans[flow_id] = plan

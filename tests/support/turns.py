@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import openai
 
+from tests.support.event_log import LogTail
+
 TOOLS = [
     {
         "type": "function",
@@ -88,9 +90,6 @@ def second_turn(llm: openai.OpenAI, model: str, messages: list[dict[str, Any]], 
 
 
 def logged_events(log: Path, kind: str, tool_call_id: str) -> list[dict[str, Any]]:
-    """Events of one kind in a proxy's JSONL log that mention a tool call id."""
-    return [
-        event
-        for event in map(json.loads, log.read_text().splitlines())
-        if event["kind"] == kind and tool_call_id in json.dumps(event)
-    ]
+    """Events of one kind in a proxy's JSONL log that mention a tool call id, once there is one: a request's lines
+    are written once its answer went on to the client (LogTail waits up to 60 s)."""
+    return LogTail(log, whole=True).wait_for(kind, where=lambda event: tool_call_id in json.dumps(event))
