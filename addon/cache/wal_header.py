@@ -23,7 +23,7 @@ class WalHeader:
     def __init__(self, database: Path) -> None:
         self._map: mmap.mmap | None = None
         try:
-            fd = os.open(database.with_name(database.name + "-shm"), os.O_RDONLY)
+            fd = os.open(database.with_name(database.name + "-shm"), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
         except OSError:
             return
         try:
