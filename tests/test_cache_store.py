@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -391,6 +392,15 @@ def test_sqlite_remembered_keys_follow_other_processes(tmp_path):
     second.close()
 
 
+@pytest.fixture
+def two_stores(tmp_path: Path) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
+    """Two stores on one file, as two proxy processes share it."""
+    first, second = SQLiteStore(tmp_path / "c.db", LIMITS), SQLiteStore(tmp_path / "c.db", LIMITS)
+    yield first, second
+    first.close()
+    second.close()
+
+
 def _statements(store: SQLiteStore) -> list[str]:
     """The statements the store's connection runs from now on."""
     ran: list[str] = []
@@ -398,86 +408,61 @@ def _statements(store: SQLiteStore) -> list[str]:
     return ran
 
 
-def test_sqlite_asks_data_version_only_after_a_commit(tmp_path):
+def test_sqlite_asks_data_version_only_after_a_commit(two_stores):
     """A lookup with nothing committed since the last one is answered from memory; one after another connection's
     commit asks SQLite and sees it."""
-    path = tmp_path / "c.db"
-    first = SQLiteStore(path, LIMITS)
-    second = SQLiteStore(path, LIMITS)
-    try:
-        assert first.get_many(SCOPE, ["later"]) == {}
-        ran = _statements(first)
-        assert first.get_many(SCOPE, ["later"]) == {} and first.get_origins(["d"]) == {}
-        assert [statement for statement in ran if "data_version" in statement] == []
-        second.put(SCOPE, ["later"], make_record(1))
-        assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
-        assert any("data_version" in statement for statement in ran)
-        ran.clear()
-        first.put(SCOPE, ["mine"], make_record(2))  # its own commit: it looks once, then, not on the next lookup
-        ran.clear()
-        assert first.get_many(SCOPE, ["mine", "later"]) == {"mine": make_record(2), "later": make_record(1)}
-        assert ran == []
-    finally:
-        first.close()
-        second.close()
+    first, second = two_stores
+    assert first.get_many(SCOPE, ["later"]) == {}
+    ran = _statements(first)
+    assert first.get_many(SCOPE, ["later"]) == {} and first.get_origins(["d"]) == {}
+    assert [statement for statement in ran if "data_version" in statement] == []
+    second.put(SCOPE, ["later"], make_record(1))
+    assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
+    assert any("data_version" in statement for statement in ran)
+    first.put(SCOPE, ["mine"], make_record(2))  # its own commit: it looks once, then, not on the next lookup
+    ran.clear()
+    assert first.get_many(SCOPE, ["mine", "later"]) == {"mine": make_record(2), "later": make_record(1)}
+    assert ran == []
 
 
-def test_sqlite_without_a_readable_wal_header_asks_every_time(tmp_path):
-    path = tmp_path / "c.db"
-    first = SQLiteStore(path, LIMITS)
-    second = SQLiteStore(path, LIMITS)
+def test_sqlite_without_a_readable_wal_header_asks_every_time(two_stores):
+    first, second = two_stores
     first._wal.close()  # as where the -shm file cannot be mapped
-    try:
-        assert first._wal.current() is None
-        assert first.get_many(SCOPE, ["later"]) == {}
-        second.put(SCOPE, ["later"], make_record(1))
-        assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
-        second.delete(SCOPE, ["later"])
-        assert first.get_many(SCOPE, ["later"]) == {}
-    finally:
-        first.close()
-        second.close()
+    assert first._wal.current() is None
+    assert first.get_many(SCOPE, ["later"]) == {}
+    second.put(SCOPE, ["later"], make_record(1))
+    assert first.get_many(SCOPE, ["later"]) == {"later": make_record(1)}
+    second.delete(SCOPE, ["later"])
+    assert first.get_many(SCOPE, ["later"]) == {}
 
 
-def test_wal_header_changes_with_every_commit_of_another_connection(tmp_path):
-    path = tmp_path / "c.db"
-    reader = SQLiteStore(path, LIMITS)
-    writer = SQLiteStore(path, LIMITS)
-    try:
-        seen = {reader._wal.current()}
-        assert reader._wal.current() == reader._wal.current()
-        for n in range(40):
-            if n % 2:
-                writer.put(SCOPE, [f"k{n}"], make_record(n))
-            else:
-                writer.put_origins(ORIGIN_X, [f"d{n}"])
-            header = reader._wal.current()
-            assert header not in seen
-            seen.add(header)
-        writer._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL starts again from its first frame
-        writer.put(SCOPE, ["after"], make_record(99))
-        assert reader._wal.current() not in seen
-        assert reader.get_many(SCOPE, ["after"]) == {"after": make_record(99)}
-    finally:
-        reader.close()
-        writer.close()
+def test_wal_header_changes_with_every_commit_of_another_connection(two_stores):
+    reader, writer = two_stores
+    seen = {reader._wal.current()}
+    assert reader._wal.current() == reader._wal.current()
+    for n in range(40):
+        if n % 2:
+            writer.put(SCOPE, [f"k{n}"], make_record(n))
+        else:
+            writer.put_origins(ORIGIN_X, [f"d{n}"])
+        header = reader._wal.current()
+        assert header not in seen
+        seen.add(header)
+    writer._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL starts again from its first frame
+    writer.put(SCOPE, ["after"], make_record(99))
+    assert reader._wal.current() not in seen
+    assert reader.get_many(SCOPE, ["after"]) == {"after": make_record(99)}
 
 
-def test_sqlite_origins_written_are_remembered_with_those_on_file(tmp_path):
+def test_sqlite_origins_written_are_remembered_with_those_on_file(two_stores):
     """The next request that sends a value back finds its origins without reading the file, the other
     processes' included."""
-    path = tmp_path / "c.db"
-    first = SQLiteStore(path, LIMITS)
-    second = SQLiteStore(path, LIMITS)
-    try:
-        second.put_origins(ORIGIN_Y, ["d"])
-        first.put_origins(ORIGIN_X, ["d", "e"])
-        ran = _statements(first)
-        assert first.get_origins(["d", "e"]) == {"d": {ORIGIN_X, ORIGIN_Y}, "e": {ORIGIN_X}}
-        assert ran == []
-    finally:
-        first.close()
-        second.close()
+    first, second = two_stores
+    second.put_origins(ORIGIN_Y, ["d"])
+    first.put_origins(ORIGIN_X, ["d", "e"])
+    ran = _statements(first)
+    assert first.get_origins(["d", "e"]) == {"d": {ORIGIN_X, ORIGIN_Y}, "e": {ORIGIN_X}}
+    assert ran == []
 
 
 CHILD_PRELUDE = """
