@@ -106,10 +106,8 @@ def _set_plain_content(message: http.Message, content: bytes) -> None:
     length = str(len(content)).encode()
     kept: list[tuple[bytes, bytes]] = []
     placed = False
-    for (
-        name,
-        value,
-    ) in message.headers.fields:  # as headers["content-length"] = … sets it: in the first one's place, others gone
+    # As headers["content-length"] = … sets it: in the first one's place, the others gone.
+    for name, value in message.headers.fields:
         if name.lower() != b"content-length":
             kept.append((name, value))
         elif not placed:

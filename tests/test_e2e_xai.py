@@ -27,6 +27,7 @@ from tests.support.fake_xai import (
 from tests.support.offline_cli import offline_cli as cli
 from tests.support.planted import planted
 from tests.support.proxy import MitmdumpProcess
+from tests.support.turns import logged_events
 
 pytestmark = pytest.mark.e2e
 MODEL = "grok-4"
@@ -108,10 +109,6 @@ def refusal(error: openai.BadRequestError) -> dict:
     return error.response.json()
 
 
-def logged(log: Path, kind: str, text: str) -> list[dict]:
-    return [e for e in map(json.loads, log.read_text().splitlines()) if e["kind"] == kind and text in json.dumps(e)]
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_captured_answer_is_kept_and_its_reasoning_item_goes_back(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, stream: bool
@@ -157,7 +154,7 @@ def test_a_tool_turn_gets_its_reasoning_item_back(
     _, answer, text, headers = create(proxied, turn_two, stream=stream)
     assert text == FINAL_ANSWER and "x-fake-degraded" not in headers
     assert fake.last("/xai/v1/responses").doc["input"] == [QUESTION, reasoning, *turn_two[1:]]
-    (repaired,) = logged(proxy_state / "events.jsonl", "repaired", response_id)
+    (repaired,) = logged_events(proxy_state / "events.jsonl", "repaired", response_id)
     assert [(a["kind"], a["location"], a["tool_call_id"]) for a in repaired["actions"]] == [
         ("inserted", "input[2]", calls[0]["call_id"])
     ]
@@ -176,7 +173,7 @@ def test_a_reasoning_item_sent_back_without_its_summary_gets_it_back(
 
     assert create(proxied, turn_two, stream=stream)[2] == FINAL_ANSWER
     assert fake.last("/xai/v1/responses").doc["input"][1] == output[0]  # key order aside, the item as issued
-    (repaired,) = logged(proxy_state / "events.jsonl", "repaired", response_id)
+    (repaired,) = logged_events(proxy_state / "events.jsonl", "repaired", response_id)
     assert [(a["kind"], a["location"], a["fields"]) for a in repaired["actions"]] == [
         ("restored", "input[1]", ["summary"])
     ]
