@@ -87,6 +87,15 @@ ensure_redis_server() {  # the tests start real Redis servers; Debian's package 
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends redis-server >/dev/null
 }
 
+ensure_sqlite_shell() {  # a test backs the cache up with the sqlite3 shell while proxies use it
+    command -v sqlite3 >/dev/null && return
+    echo "installing sqlite3 (Debian package)" >&2
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends sqlite3 >/dev/null
+}
+
 ensure_browser() {  # the HTML report's tests open it in Debian's chromium, driven through chromium-driver
     [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ] && return
     echo "installing chromium and chromium-driver (Debian packages)" >&2

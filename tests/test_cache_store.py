@@ -18,6 +18,7 @@ import pytest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
+from tests.support.file_locks import dms_holders, record_locks
 from tests.support.redis_server import RedisServer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -427,7 +428,7 @@ def test_sqlite_asks_data_version_only_after_a_commit(two_stores):
 
 def test_sqlite_without_a_readable_wal_header_asks_every_time(two_stores):
     first, second = two_stores
-    first._wal.close()  # as where the -shm file cannot be mapped
+    first._wal.close()  # as where the -shm file cannot be read
     assert first._wal.current() is None
     assert first.get_many(SCOPE, ["later"]) == {}
     second.put(SCOPE, ["later"], make_record(1))
@@ -452,6 +453,32 @@ def test_wal_header_changes_with_every_commit_of_another_connection(two_stores):
     writer.put(SCOPE, ["after"], make_record(99))
     assert reader._wal.current() not in seen
     assert reader.get_many(SCOPE, ["after"]) == {"after": make_record(99)}
+
+
+def test_sqlite_store_keeps_sqlites_lock_on_the_shm_file(two_stores):
+    """Reading the WAL-index header never drops the shared lock by which SQLite tells other processes the database is
+    in use: without it, the next process to open the file rebuilds the -shm under this one."""
+    first, second = two_stores
+    database = first.path
+    assert first._wal.current() is not None
+    assert dms_holders(database) == {os.getpid()}
+    first.close()  # the other store's connection still holds the database, and with it the lock
+    assert dms_holders(database) == {os.getpid()}
+    second.put(SCOPE, ["k"], make_record(1))
+    assert second._wal.current() is not None and dms_holders(database) == {os.getpid()}
+
+
+def test_sqlite_store_on_a_file_another_store_holds_keeps_its_locks(tmp_path):
+    """Opening a second store on a file this process already has open touches no descriptor of the first's."""
+    first = SQLiteStore(tmp_path / "c.db", LIMITS)
+    try:
+        locks = set(record_locks(tmp_path / "c.db"))
+        assert locks
+        SQLiteStore(tmp_path / "c.db", LIMITS).close()
+        assert set(record_locks(tmp_path / "c.db")) == locks
+        assert dms_holders(tmp_path / "c.db") == {os.getpid()}
+    finally:
+        first.close()
 
 
 def test_sqlite_origins_written_are_remembered_with_those_on_file(two_stores):

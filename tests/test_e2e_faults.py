@@ -1,6 +1,6 @@
 """End to end: faults around the proxy. Upstreams and clients that hang up, fail or stall; 50 MB bodies; bytes
-that are not JSON; every content-encoding both ways; a proxy killed while it writes; two proxies on one cache;
-a cache that cannot be written.
+that are not JSON; every content-encoding both ways; a proxy killed while it writes; two proxies on one cache, also
+while other processes open, checkpoint and back it up; a cache that cannot be written.
 
 Already covered in test_e2e_proxy_behaviour.py, and not repeated here: an upstream cut after the tool call
 (turn 2 still repaired), gzip requests (repaired, and left alone when nothing needs repair), decoded SSE
@@ -15,9 +15,12 @@ import hashlib
 import json
 import os
 import resource
+import shutil
 import signal
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import uuid
 import zlib
@@ -37,6 +40,7 @@ from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
+from tests.support.file_locks import dms_holders
 from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure
 from tests.support.turns import QUESTION, TOOLS, client, history_as_sent, second_turn
 
@@ -658,6 +662,100 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
     with sqlite3.connect(cache) as db:
         assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         assert db.execute("SELECT count(*) FROM records").fetchone() == (80,)
+
+
+CHURN = {
+    # Opens the cache, reads it and closes it, as a second proxy starting, the sqlite3 shell or a script would.
+    "opener": """
+import sqlite3, sys, time
+from pathlib import Path
+cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
+while not stop.exists():
+    db = sqlite3.connect(cache, timeout=30)
+    db.execute("SELECT count(*) FROM records").fetchone()
+    db.close()
+    runs += 1
+    time.sleep(0.002)
+print(runs)
+""",
+    # Moves the WAL into the database and truncates it, whenever no reader is in the way.
+    "checkpointer": """
+import sqlite3, sys, time
+from pathlib import Path
+cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
+while not stop.exists():
+    db = sqlite3.connect(cache, timeout=30)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    db.close()
+    runs += 1
+    time.sleep(0.005)
+print(runs)
+""",
+    # Backs the cache up with the sqlite3 shell, as a cron job would.
+    "backup": """
+import subprocess, sys
+from pathlib import Path
+cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
+while not stop.exists():
+    backup = f".backup {stop.parent / 'backup.db'}"
+    subprocess.run(["sqlite3", cache, ".timeout 30000", backup], check=True, timeout=60)
+    runs += 1
+print(runs)
+""",
+}
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="needs the sqlite3 shell (scripts/test installs it)")
+def test_other_processes_opening_checkpointing_and_backing_up_the_cache_harm_nothing(
+    fake: FakeProvider, confdir: Path, tmp_path: Path
+) -> None:
+    """Two proxies share one file while other processes open and close it every few milliseconds, checkpoint it
+    and back it up: no proxy dies, every answer and every capture arrives, each proxy keeps SQLite's shared lock on
+    the -shm file (which tells the others not to rebuild it), and the file stays whole."""
+    cache, stop = tmp_path / "cache.db", tmp_path / "stop"
+    logs = [tmp_path / "events-a.jsonl", tmp_path / "events-b.jsonl"]
+    proxies = [sqlite_proxy(fake, confdir, cache, log) for log in logs]
+    start_all(*proxies)
+    churners = {
+        name: subprocess.Popen([sys.executable, "-c", code, str(cache), str(stop)], stdout=subprocess.PIPE, text=True)
+        for name, code in CHURN.items()
+    }
+    http = httpx.Client(timeout=30, limits=httpx.Limits(max_connections=16, max_keepalive_connections=16))
+    lock_holders: list[set[int]] = []
+
+    def conversation(number: int) -> tuple[int, str]:
+        api_key = f"sk-churn-{number}-{os.urandom(4).hex()}"
+        first, other = proxies[number % 2], proxies[(number + 1) % 2]
+        _, raw = fetch_raw(first.url, chat_body(stream=True), headers_for(api_key), http=http)
+        (call,) = tool_calls_in(raw)
+        LogTail(logs[number % 2], whole=True).wait_for("captured", where=calling(call["id"]))
+        lock_holders.append(dms_holders(cache))
+        body = chat_body(stream=False, messages=turn_two(call))
+        response = http.post(f"{other.url}{CHAT}", content=body, headers=headers_for(api_key))
+        return response.status_code, response.json()["choices"][0]["message"]["content"]
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(conversation, range(120)))
+    finally:
+        stop.touch()
+        runs = {name: churner.communicate(timeout=120)[0].strip() for name, churner in churners.items()}
+        http.close()
+        exits = [process.returncode for process in proxies]  # None: still running
+        for process in proxies:
+            process.stop()
+    assert exits == [None, None], [process.output[-2000:] for process in proxies]
+    assert all(int(count) > 0 for count in runs.values()), runs
+    assert answers == [(200, ANSWER)] * 120
+    pids = {process.pid for process in proxies}
+    assert all(pids <= holders for holders in lock_holders), lock_holders
+    for process, log in zip(proxies, logs):
+        kinds = [e["kind"] for e in LogTail(log, whole=True).events()]
+        assert kinds.count("captured") == 60 and kinds.count("repaired") == 60 and "failure" not in kinds
+        assert "Traceback" not in process.output
+    with sqlite3.connect(cache) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.execute("SELECT count(*) FROM records").fetchone() == (120,)
 
 
 # --- 9. a cache that cannot be written -----------------------------------------------------------

@@ -69,7 +69,12 @@ def _companions(path: Path) -> list[Path]:
 
 def _create_private(path: Path) -> None:
     make_private_dir(path.parent)
-    os.close(open_private(path, os.O_WRONLY))
+    # Created when missing, never opened when there: a connection of this process may hold it already (another
+    # store on the same file), and closing any descriptor of a file drops every POSIX lock the process holds on it.
+    try:
+        os.close(open_private(path, os.O_WRONLY | os.O_EXCL))
+    except FileExistsError:
+        make_private(path)
     # SQLite creates its -wal and -shm files with the database's mode, but one left by an earlier run keeps its
     # own, and SQLite would follow a link planted there.
     for companion in _companions(path):

@@ -84,6 +84,12 @@ class MitmdumpProcess:
         return self._process.pid
 
     @property
+    def returncode(self) -> int | None:
+        """None while it runs; once it has exited, its status (negative: the signal that ended it, -7 for SIGBUS)."""
+        assert self._process is not None
+        return self._process.poll()
+
+    @property
     def output(self) -> str:
         return "\n".join(self.lines)
 
