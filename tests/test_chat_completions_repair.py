@@ -209,3 +209,27 @@ def test_claims_and_cheap_checks() -> None:
 )
 def test_sniff_model(body: bytes, model: str | None) -> None:
     assert jsoncodec.sniff_model(body) == model
+
+
+def _named(*ids: str) -> ReasoningRecord:
+    calls = [ToolCallRef(id=i, name="list_directory", arguments='{"path":"deleteme"}') for i in ids]
+    return record().model_copy(update={"tool_calls": calls})
+
+
+def test_a_call_whose_id_was_rewritten_is_found_by_name_and_arguments() -> None:
+    doc = conversation({"role": "assistant", "content": None, "tool_calls": [call("call_rewritten")]})
+    cache = cached_for(doc, [_named("call_1")])
+    hit = cache.call("call_rewritten", "list_directory", '{"path":"deleteme"}')
+    assert hit is not None and (hit.call.id, hit.via) == ("call_1", "fingerprint")
+
+
+def test_a_call_is_not_given_the_reasoning_of_another_call_in_the_request_with_the_same_name_and_arguments() -> None:
+    """The captured call is in the request under its own id: the other one is a later call, not it renamed."""
+    first = {"role": "assistant", "content": None, "tool_calls": [call("call_1")]}
+    later = {"role": "assistant", "content": None, "tool_calls": [call("call_2")]}
+    doc = conversation(first, {"role": "tool", "tool_call_id": "call_1", "content": "a.txt"}, later)
+    cache = cached_for(doc, [_named("call_1")])
+    assert cache.call("call_2", "list_directory", '{"path":"deleteme"}') is None
+    assert cache.call("call_1", "list_directory", '{"path":"deleteme"}').via == "id"
+    FORMAT.repair(doc, cache, CONTEXT)
+    assert doc["messages"][2]["reasoning_opaque"] == OPAQUE and "reasoning_opaque" not in doc["messages"][4]

@@ -664,6 +664,34 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
         assert db.execute("SELECT count(*) FROM records").fetchone() == (80,)
 
 
+def test_a_capture_the_proxy_has_not_got_costs_a_miss_never_another_turns_reasoning(
+    fake: FakeProvider, confdir: Path, tmp_path: Path
+) -> None:
+    """An agent calls the same tool with the same arguments on two turns. The second answer's capture is not in the
+    cache when the next turn arrives (it went through another proxy that has not written it yet; here it went
+    around this one). Its call must not be taken for the first one by name and arguments: the first call is in the
+    request under its own id, so that record is the first call's, and the second call goes as the client sent it."""
+    api_key = f"sk-late-{os.urandom(4).hex()}"
+    log_path = tmp_path / "events.jsonl"
+    steps = {"x-fake-steps": "3"}  # one tool offered: every step calls it with the same arguments
+    with sqlite_proxy(fake, confdir, tmp_path / "cache.db", log_path) as proxy:
+        _, raw = fetch_raw(proxy.url, chat_body(stream=True), headers_for(api_key) | steps)
+        (first,) = tool_calls_in(raw)
+        LogTail(log_path, whole=True).wait_for("captured", where=calling(first["id"]))
+        kept = {"reasoning_opaque": fake.issued[first["id"]]["reasoning_opaque"]}
+        history = history_as_sent({"tool_calls": [first]} | kept, drop=(), content=None)
+        _, raw = fetch_raw(fake.url, chat_body(stream=True, messages=history), headers_for(api_key) | steps)
+        (second,) = tool_calls_in(raw)
+        assert second["function"] == first["function"] and second["id"] != first["id"]
+        history = turn_two(first) + turn_two(second)[1:]
+        since = len(fake.requests)
+        fetch_raw(proxy.url, chat_body(stream=False, messages=history), headers_for(api_key) | steps)
+    sent = [m for m in ours(fake, since).doc["messages"] if m.get("tool_calls")]
+    assert [m["tool_calls"][0]["id"] for m in sent] == [first["id"], second["id"]]
+    assert sent[0]["reasoning_opaque"] == kept["reasoning_opaque"]  # repaired by its id
+    assert "reasoning_opaque" not in sent[1]  # a miss: the provider's own 400, not a value of another turn
+
+
 CHURN = {
     # Opens the cache, reads it and closes it, as a second proxy starting, the sqlite3 shell or a script would.
     "opener": """

@@ -85,9 +85,17 @@ class CacheView:
             for key in call_lookup_keys(self.model, call_id, name, arguments):
                 record = self.record(key)
                 captured = record.find_call(key) if record is not None else None
-                if captured is not None:
-                    hit = CallHit(record, captured, "fingerprint" if key.startswith(FINGERPRINT_PREFIX) else "id")
-                    break
+                if captured is None:
+                    continue
+                by_content = key.startswith(FINGERPRINT_PREFIX)
+                if by_content and captured.id != call_id and captured.id in self.found:
+                    # The captured call is in this request under its own id: this is another call with the same
+                    # name and arguments (a later turn whose capture is not in yet), not that one with its id
+                    # rewritten. Its reasoning belongs to the other: a miss is the provider's own error, that
+                    # reasoning a wrong one.
+                    continue
+                hit = CallHit(record, captured, "fingerprint" if by_content else "id")
+                break
         if memo[2] is not None:
             self._calls[memo] = hit
         return hit
