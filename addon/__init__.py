@@ -16,12 +16,28 @@ from .hooks.contentview import LlmContentView
 from .hooks.explain import ErrorExplainer
 from .hooks.repair import RequestRepair
 from .hooks.runtime import Runtime
+from .hooks.upkeep import CacheUpkeep
 
 
 def make_addons() -> list[object]:
     """The addon objects in hook order; they share one configuration."""
     config = Runtime()
-    return [config, RequestRepair(config), ResponseCapture(config), ErrorExplainer(config), LlmContentView()]
+    return [
+        config,
+        RequestRepair(config),
+        ResponseCapture(config),
+        ErrorExplainer(config),
+        CacheUpkeep(config),
+        LlmContentView(),
+    ]
 
 
-__all__ = ["ErrorExplainer", "LlmContentView", "Runtime", "RequestRepair", "ResponseCapture", "make_addons"]
+__all__ = [
+    "CacheUpkeep",
+    "ErrorExplainer",
+    "LlmContentView",
+    "Runtime",
+    "RequestRepair",
+    "ResponseCapture",
+    "make_addons",
+]

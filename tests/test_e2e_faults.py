@@ -10,6 +10,7 @@ whose directory cannot be created (/proc/no-such-dir).
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import json
@@ -22,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 import zlib
 from collections.abc import Callable
@@ -38,6 +40,7 @@ import zstandard
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.scope import Scope, credential_fingerprint
 
+from tests.support.cache_fill import fill_cache
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
 from tests.support.file_locks import dms_holders
@@ -690,6 +693,34 @@ def test_a_capture_the_proxy_has_not_got_costs_a_miss_never_another_turns_reason
     assert [m["tool_calls"][0]["id"] for m in sent] == [first["id"], second["id"]]
     assert sent[0]["reasoning_opaque"] == kept["reasoning_opaque"]  # repaired by its id
     assert "reasoning_opaque" not in sent[1]  # a miss: the provider's own 400, not a value of another turn
+
+
+def test_a_cache_far_over_its_limit_is_pruned_while_the_proxy_serves(
+    fake: FakeProvider, confdir: Path, tmp_path: Path
+) -> None:
+    """A proxy opened on a file of 20,000 entries with a limit of 1,000 listens before it has pruned them, serves
+    repaired turns meanwhile, and brings the file to its limit a short step at a time (a step drops at most
+    PRUNE_STEP records, with pauses between: the last of 300 steps comes seconds after it started listening)."""
+    cache, log_path = tmp_path / "cache.db", tmp_path / "events.jsonl"
+    fill_cache(cache, 20_000, stored_at=time.time() - 60)
+
+    def records() -> int:
+        with contextlib.closing(sqlite3.connect(cache, timeout=30)) as db:
+            return db.execute("SELECT count(*) FROM records").fetchone()[0]
+
+    with sqlite_proxy(fake, confdir, cache, log_path, llm_cache_max_entries=1000) as proxy:
+        assert records() > 10_000, "the proxy pruned the cache before it listened"
+        still_serving(fake, proxy, f"sk-big-{os.urandom(4).hex()}")
+        deadline = time.monotonic() + 120
+        while (remaining := records()) > 1000 and time.monotonic() < deadline:  # waits for the promised outcome
+            time.sleep(0.1)
+        assert remaining == 1000
+        assert "Traceback" not in proxy.output and "pruning" not in proxy.output, proxy.output
+    with sqlite3.connect(cache) as db:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.execute("SELECT count FROM tallies WHERE name = 'records'").fetchone() == (1000,)
+        strays = "SELECT count(*) FROM record_keys WHERE record_id NOT IN (SELECT id FROM records)"
+        assert db.execute(strays).fetchone() == (0,)
 
 
 CHURN = {

@@ -49,8 +49,9 @@ class ReasoningStore(Protocol):
         """The origins each digest was issued by, for the digests known."""
         ...
 
-    def prune(self) -> int:
-        """Drops entries past the age and count limits; returns how many."""
+    def prune(self, most: int = ...) -> int:
+        """One step of upkeep (addon/hooks/upkeep.py): drops at most `most` records past the age and count limits,
+        oldest first, and as many origins, reading only what it drops; returns the records dropped."""
         ...
 
     def close(self) -> None: ...

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 from ..records import ReasoningRecord
 from .base import CacheLimits
+from .prune_schedule import PRUNE_STEP
 
 
 class MemoryStore:
@@ -64,14 +65,23 @@ class MemoryStore:
                 found[digest] = origins
         return found
 
-    def prune(self) -> int:
+    def prune(self, most: int = PRUNE_STEP) -> int:
+        """Drops at most `most` records past the age limit (and as many origins), from the oldest on: both are kept
+        oldest first, so a step reads only what it drops. The count limit holds on every put."""
         oldest = self._clock() - self._limits.max_age
-        for digest in [d for d, origins in self._origins.items() if max(origins.values()) < oldest]:
+        for _ in range(most):
+            digest = next(iter(self._origins), None)
+            if digest is None or max(self._origins[digest].values()) >= oldest:
+                break
             del self._origins[digest]
-        stale = [record_id for record_id, (stored_at, _, _) in self._records.items() if stored_at < oldest]
-        for record_id in stale:
+        removed = 0
+        while removed < most and self._records:
+            record_id, (stored_at, _, _) = next(iter(self._records.items()))
+            if stored_at >= oldest:
+                break
             self._drop(record_id)
-        return len(stale)
+            removed += 1
+        return removed
 
     def _drop(self, record_id: int) -> None:
         _, _, scoped = self._records.pop(record_id)

@@ -1,8 +1,9 @@
-"""How often the SQLite and Redis stores prune while they run: once every so many writes, so that their age and
-count limits hold without every write paying for a prune."""
+"""How the stores prune while the proxy runs: in steps of at most PRUNE_STEP records (and as many origins), so
+that no step holds the event loop for long whatever the size of the cache (addon/hooks/upkeep.py takes them)."""
 
 from __future__ import annotations
 
+PRUNE_STEP = 64  # records dropped at most by one step: 2 to 3 ms in a file of 400,000
 PRUNE_EVERY = 256  # writes between two prunes
 
 

@@ -28,33 +28,62 @@ from .. import jsoncodec
 from ..private_files import make_private, make_private_dir, open_private
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
-from .prune_schedule import PruneSchedule
+from .prune_schedule import PRUNE_STEP
 from .remembered import RememberedRecords, by_key, warn_unreadable
 from .wal_header import WalHeader
 
-SCHEMA_VERSION = 4  # 4: tool call arguments kept as a digest
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS records (
-    id        INTEGER PRIMARY KEY AUTOINCREMENT,
-    record    TEXT NOT NULL,
-    stored_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS records_stored_at ON records (stored_at);
-CREATE TABLE IF NOT EXISTS record_keys (
-    scope     TEXT NOT NULL,
-    key       TEXT NOT NULL,
-    record_id INTEGER NOT NULL,
-    PRIMARY KEY (scope, key)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id);
-CREATE TABLE IF NOT EXISTS origins (
-    digest    TEXT NOT NULL,
-    origin    TEXT NOT NULL,
-    stored_at REAL NOT NULL,
-    PRIMARY KEY (digest, origin)
-) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS origins_stored_at ON origins (stored_at);
-"""
+SCHEMA_VERSION = 5  # 4: tool call arguments kept as a digest; 5: tallies and triggers, so pruning reads no table whole
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS records (
+        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        record    TEXT NOT NULL,
+        stored_at REAL NOT NULL
+    )""",
+    "CREATE INDEX IF NOT EXISTS records_stored_at ON records (stored_at)",
+    """CREATE TABLE IF NOT EXISTS record_keys (
+        scope     TEXT NOT NULL,
+        key       TEXT NOT NULL,
+        record_id INTEGER NOT NULL,
+        PRIMARY KEY (scope, key)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS record_keys_record ON record_keys (record_id)",
+    """CREATE TABLE IF NOT EXISTS origins (
+        digest    TEXT NOT NULL,
+        origin    TEXT NOT NULL,
+        stored_at REAL NOT NULL,
+        PRIMARY KEY (digest, origin)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS origins_stored_at ON origins (stored_at)",
+)
+# What schema 5 adds to 4, in place: the count limits are kept from a row count of each table (counting a table
+# reads all of it), and the schema itself keeps records and keys together, so that no prune looks for strays:
+# a record goes once no key leads to it (every key was captured again, or deleted), and its keys go with it.
+# Keys are moved with an upsert, never INSERT OR REPLACE, whose deletes fire no trigger
+# (https://www.sqlite.org/lang_conflict.html, REPLACE).
+_UPKEEP = (
+    "CREATE TABLE IF NOT EXISTS tallies (name TEXT PRIMARY KEY, count INTEGER NOT NULL) WITHOUT ROWID",
+    """CREATE TRIGGER IF NOT EXISTS records_added AFTER INSERT ON records BEGIN
+        UPDATE tallies SET count = count + 1 WHERE name = 'records';
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS records_removed AFTER DELETE ON records BEGIN
+        UPDATE tallies SET count = count - 1 WHERE name = 'records';
+        DELETE FROM record_keys WHERE record_id = old.id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS record_keys_moved AFTER UPDATE OF record_id ON record_keys
+    WHEN NOT EXISTS (SELECT 1 FROM record_keys WHERE record_id = old.record_id) BEGIN
+        DELETE FROM records WHERE id = old.record_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS record_keys_removed AFTER DELETE ON record_keys
+    WHEN NOT EXISTS (SELECT 1 FROM record_keys WHERE record_id = old.record_id) BEGIN
+        DELETE FROM records WHERE id = old.record_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS origins_added AFTER INSERT ON origins BEGIN
+        UPDATE tallies SET count = count + 1 WHERE name = 'origins';
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS origins_removed AFTER DELETE ON origins BEGIN
+        UPDATE tallies SET count = count - 1 WHERE name = 'origins';
+    END""",
+)
 _KEYS_PER_QUERY = 500
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
 
@@ -91,7 +120,6 @@ class SQLiteStore:
         self.description = f"sqlite:{path}"
         self._limits = limits
         self._clock = clock
-        self._prunes = PruneSchedule()
         self._read = RememberedRecords()
         self._keys: dict[tuple[str, str], int | None] = {}
         self._origins: dict[str, dict[str, float]] = {}  # digest -> origin -> stored_at (empty: none), like _keys
@@ -111,18 +139,24 @@ class SQLiteStore:
             self._wal = WalHeader(path)
         except (OSError, sqlite3.Error) as e:
             raise StoreError(f"cannot open the reasoning cache at {path}: {e}") from e
-        self.prune()
 
     def _migrate(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
+            if version < 4:
                 # Earlier layouts are a cache of disposable entries: start afresh rather than convert.
                 for table in ("reasoning", "record_keys", "records", "origins"):
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
-            for statement in filter(str.strip, _SCHEMA.split(";")):
+            for statement in _TABLES:
                 self._db.execute(statement)
+            if version < SCHEMA_VERSION:
+                # Counted once, here (from 4, a file that may hold a million entries: a fraction of a second).
+                self._db.execute("DROP TABLE IF EXISTS tallies")
+            for statement in _UPKEEP:
+                self._db.execute(statement)
+            for table in ("records", "origins"):
+                self._db.execute(f"INSERT OR IGNORE INTO tallies (name, count) SELECT '{table}', count(*) FROM {table}")
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         except BaseException:
@@ -200,8 +234,9 @@ class SQLiteStore:
             record_id = self._db.execute(
                 "INSERT INTO records (record, stored_at) VALUES (?, ?)", (raw, stored_at)
             ).lastrowid
-            self._db.executemany(
-                "INSERT OR REPLACE INTO record_keys (scope, key, record_id) VALUES (?, ?, ?)",
+            self._db.executemany(  # a key captured again moves to the new record (see _UPKEEP)
+                "INSERT INTO record_keys (scope, key, record_id) VALUES (?, ?, ?) "
+                "ON CONFLICT (scope, key) DO UPDATE SET record_id = excluded.record_id",
                 [(scope, key, record_id) for key in dict.fromkeys(keys)],
             )
             self._db.execute("COMMIT")
@@ -212,8 +247,6 @@ class SQLiteStore:
         self._read.add(record_id, stored_at, record, len(raw))
         for key in keys:
             self._remember_key(scope, key, record_id)
-        if self._prunes.wrote():
-            self.prune()
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
         for key in keys:
@@ -232,7 +265,8 @@ class SQLiteStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.executemany(
-                "INSERT OR REPLACE INTO origins (digest, origin, stored_at) VALUES (?, ?, ?)",
+                "INSERT INTO origins (digest, origin, stored_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (digest, origin) DO UPDATE SET stored_at = excluded.stored_at",
                 [(digest, origin, stored_at) for digest in written],
             )
             # Every origin on file for them, read while no other connection can write: the request that sends one
@@ -247,8 +281,6 @@ class SQLiteStore:
         self._forget_keys_if_changed()
         for digest in written:
             self._remember_origins(digest, on_file.get(digest, {}))
-        if self._prunes.wrote():
-            self.prune()
 
     def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
         self._forget_keys_if_changed()
@@ -283,33 +315,34 @@ class SQLiteStore:
         if len(self._origins) > _REMEMBERED_KEYS:
             del self._origins[next(iter(self._origins))]
 
-    def prune(self) -> int:
-        """Drops records past the age and count limits, and keys that lead nowhere; returns records dropped."""
+    def prune(self, most: int = PRUNE_STEP) -> int:
+        """Drops at most `most` records past the age and count limits, oldest first, and as many origins; returns
+        the records dropped. Each step reads only what it drops (the stored_at indexes, the tallies), so that it
+        holds the event loop for about the same short time whatever the size of the file; the proxy calls it again
+        while it drops all it may (addon/hooks/upkeep.py)."""
         oldest = self._clock() - self._limits.max_age
         self._db.execute("BEGIN IMMEDIATE")
         try:
-            removed = self._db.execute("DELETE FROM records WHERE stored_at < ?", (oldest,)).rowcount
-            removed += self._db.execute(
-                "DELETE FROM records WHERE id IN (SELECT id FROM records ORDER BY stored_at DESC LIMIT -1 OFFSET ?)",
-                (self._limits.max_entries,),
-            ).rowcount
-            # Records whose every key was replaced or deleted, and keys whose record is gone.
-            self._db.execute("DELETE FROM records WHERE id NOT IN (SELECT record_id FROM record_keys)")
-            self._db.execute("DELETE FROM record_keys WHERE record_id NOT IN (SELECT id FROM records)")
-            # Origins age and are bounded in count like records (addon/provenance.py).
-            self._db.execute("DELETE FROM origins WHERE stored_at < ?", (oldest,))
-            self._db.execute(
-                "DELETE FROM origins WHERE (digest, origin) IN "
-                "(SELECT digest, origin FROM origins ORDER BY stored_at DESC LIMIT -1 OFFSET ?)",
-                (self._limits.max_entries,),
-            )
+            removed = self._drop_oldest("records", "id", oldest, most)
+            origins_removed = self._drop_oldest("origins", "digest, origin", oldest, most)
             self._db.execute("COMMIT")
-            self._keys.clear()
-            self._origins.clear()
         except BaseException:
             self._rollback()
             raise
+        if removed or origins_removed:  # what led to them is remembered; another process's prune shows in data_version
+            self._keys.clear()
+            self._origins.clear()
         self._forget_keys_if_changed()
+        return removed
+
+    def _drop_oldest(self, table: str, key: str, oldest: float, most: int) -> int:
+        """Deletes up to `most` rows of `table` stored before `oldest`, then the oldest past the count limit."""
+        older = f"DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} "
+        removed = self._db.execute(older + "WHERE stored_at < ? ORDER BY stored_at LIMIT ?)", (oldest, most)).rowcount
+        (count,) = self._db.execute("SELECT count FROM tallies WHERE name = ?", (table,)).fetchone()
+        excess = min(count - self._limits.max_entries, most - removed)
+        if excess > 0:
+            removed += self._db.execute(older + "ORDER BY stored_at LIMIT ?)", (excess,)).rowcount
         return removed
 
     def _rollback(self) -> None:
