@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from . import jsoncodec
 from .headers import media_type
+from .limits import MAX_KNOWN_HEADER_BLOCK_BYTES, MAX_KNOWN_HEADER_BLOCKS
 from .sse_parser import SSEEvent
 
 if TYPE_CHECKING:
@@ -43,8 +44,6 @@ CRC_BYTES = 4
 MAX_HEADERS_BYTES = 128 * 1024
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024
 MAX_FRAME_BYTES = PRELUDE_BYTES + MAX_HEADERS_BYTES + MAX_PAYLOAD_BYTES + CRC_BYTES
-# Sets of headers a parser remembers having read: Bedrock's frames carry one set per event type.
-_KNOWN_HEADERS = 64
 
 HeaderValue = bool | int | bytes | str | uuid.UUID
 
@@ -160,10 +159,13 @@ def read_frame(
             raise CorruptFrame("message CRC does not match")
         start = at + PRELUDE_BYTES
         raw_headers = bytes(view[start : start + headers_size])
-        headers = known.get(raw_headers) if known is not None else None
-        if headers is None:
+        # Only small blocks are remembered: parsed, headers take ten to twenty times their bytes, and one block may
+        # be 128 KiB (16,000 headers, 1.6 MB parsed).
+        if known is None or headers_size > MAX_KNOWN_HEADER_BLOCK_BYTES:
             headers = parse_headers(raw_headers)
-            if known is not None and len(known) < _KNOWN_HEADERS:
+        elif (headers := known.get(raw_headers)) is None:
+            headers = parse_headers(raw_headers)
+            if len(known) < MAX_KNOWN_HEADER_BLOCKS:
                 known[raw_headers] = headers
         return Frame(headers, bytes(view[start + headers_size : end - CRC_BYTES])), end
 
@@ -179,6 +181,10 @@ class EventStreamParser:
     def pending(self) -> int:
         """Bytes of an unfinished frame held: at the end of a stream, what was cut short."""
         return len(self._pending)
+
+    def forget(self) -> None:
+        """Lets go of the headers remembered: the stream ended (whoever holds the parser may hold it a while)."""
+        self._known = {}
 
     def feed(self, chunk: bytes) -> list[Frame]:
         if not chunk:
@@ -282,6 +288,7 @@ class FrameEvents:
 
     def close(self) -> list[SSEEvent]:
         """End of stream. A frame cut short holds nothing to read: `cut_short` says how much of one there was."""
+        self._parser.forget()
         return []
 
     @property

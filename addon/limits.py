@@ -38,6 +38,12 @@ MAX_TOOL_CALLS = 256
 # a text block, stays far below it. Past either the answer is read to its end, not cached.
 MAX_CHOICES = 128
 MAX_CONTENT_BLOCKS = 4096
+# Header blocks an AWS event-stream parser remembers having read, by their bytes, so that a stream's frames (Bedrock's
+# repeat one block per event type, under 100 bytes each) are parsed once a block: this many blocks of up to this many
+# bytes each, a stream's own, let go of when the stream ends; at most 16 KiB of headers, some 320 KiB parsed. A frame
+# with a larger block (up to the 128 KiB the AWS SDKs accept) is parsed on its own and not kept.
+MAX_KNOWN_HEADER_BLOCKS = 64
+MAX_KNOWN_HEADER_BLOCK_BYTES = 256
 # Repairs each proxy process remembers having logged (a 64-bit hash each, least recently seen dropped first), so
 # that a `repaired` event lists a repair once per conversation and only counts it on later turns. About 8 MB when
 # full; past it, the repairs of the longest-idle conversations are listed in full once more if they come back.
@@ -128,6 +134,13 @@ def cut_text(text: str, keep: int) -> str:
 
 def bounded_name(name: str | None) -> str | None:
     return cut_text(name, MAX_NAME_CHARS - 48) if name is not None and len(name) > MAX_NAME_CHARS else name
+
+
+# Steps one comparison of two versions of a conversation (the content view, the report) may take to align the
+# messages between their common start and end: past them, those messages are paired in order. difflib's alignment
+# can take the cube of their count when thousands are alike (minutes for a capture of 0.3 MB); a turn's changes in a
+# real conversation take a few thousand steps, and this many some 20 ms.
+MAX_ALIGNMENT_STEPS = 250_000
 
 
 # Requests the proxy remembers so that the next turn of their conversation is read from where they ended (see

@@ -316,10 +316,49 @@ def proxies(port: int, scratch: Path, **addon_process: Any) -> tuple[MitmdumpPro
     return plain, addon
 
 
-def pin(pid: int, cpu: int) -> None:
-    """Runs a process on one core, so that both proxies always compete on equal terms (Linux, 2+ cores)."""
-    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > cpu:
-        os.sched_setaffinity(pid, {cpu})
+def pin(pid: int, cpu: int, *, children: bool = False) -> None:
+    """Runs a process on one core, every thread of it (and with `children`, of every process under it: a peer that
+    runs its proxy in a process of its own), so that the proxies and the peers always compete on equal terms (Linux,
+    2+ cores).
+
+    sched_setaffinity sets the mask of one thread (sched_setaffinity(2): a process ID names its main thread only);
+    a thread or process started later takes the mask of the thread that starts it. So each thread already there is
+    pinned, over again until a pass finds none left over (one may start another meanwhile)."""
+    if not hasattr(os, "sched_setaffinity") or (os.cpu_count() or 1) <= cpu:
+        return
+    for _ in range(10):
+        unpinned = [tid for tid in threads_of(pid, children) if _affinity(tid) not in (None, {cpu})]
+        if not unpinned:
+            return
+        for tid in unpinned:
+            try:
+                os.sched_setaffinity(tid, {cpu})
+            except ProcessLookupError:  # ended meanwhile
+                pass
+
+
+def _affinity(tid: int) -> set[int] | None:
+    try:
+        return os.sched_getaffinity(tid)
+    except ProcessLookupError:  # ended meanwhile
+        return None
+
+
+def threads_of(pid: int, children: bool = False) -> list[int]:
+    """The thread IDs of a process, and with `children` of every process under it, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat") if children else ():
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()  # after the command name, which may hold anything
+        except (OSError, IndexError):  # a process that ended meanwhile
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    threads, processes = [], [pid]
+    while processes:
+        process = processes.pop()
+        threads += [int(task.name) for task in Path(f"/proc/{process}/task").glob("[0-9]*")]
+        processes += parents.get(process, [])
+    return threads
 
 
 def rss_mb(pid: int) -> float:
@@ -1032,7 +1071,7 @@ def main() -> int:
             )
             peers = bench_peers.Peers() if args.no_peers else bench_peers.start_all(port, scratch / "peers")
             for peer in peers.running:
-                pin(peer.pid, 1)
+                pin(peer.pid, 1, children=True)
                 for route in peer.peer.routes:
                     clients[route.name] = httpx.Client(**peer.client_options(route, urls["direct"]), timeout=60)
             peer_rows = peer_results(clients, peers.running, bodies, n(30)) if peers.running else []

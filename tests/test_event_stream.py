@@ -7,6 +7,7 @@ import gc
 import json
 import struct
 import time
+import tracemalloc
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llm_reasoning_proxy.event_stream import (
     MAX_FRAME_BYTES,
+    MAX_HEADERS_BYTES,
     CorruptFrame,
     EventStreamParser,
     Frame,
@@ -27,6 +29,7 @@ from llm_reasoning_proxy.event_stream import (
 from llm_reasoning_proxy.formats.anthropic import AnthropicMessages
 from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse
 from llm_reasoning_proxy.hooks.response_tap import ResponseTap, TapResult
+from llm_reasoning_proxy.limits import MAX_KNOWN_HEADER_BLOCK_BYTES, MAX_KNOWN_HEADER_BLOCKS
 
 from tests.support import capture
 from tests.support.aws_frames import by_hand
@@ -265,3 +268,63 @@ def test_ten_times_the_input_costs_about_ten_times_the_time(case: str) -> None:
 
     small, large = run(1), run(10)
     assert large < 30 * max(small, 0.002), f"{case}: {small:.4f}s, then {large:.4f}s for ten times as much"
+
+
+def distinct_header_frames(count: int, headers_bytes: int, **first: str) -> list[bytes]:
+    """Well-formed frames whose headers are all unlike: `first` as string headers (`message_type="event"` is
+    `:message-type` `event`), then boolean headers of 6-byte names, up to `headers_bytes` in all."""
+    # A string header: its name's length, ":" and the name, its type, its value's length (2 bytes), the value.
+    size = headers_bytes - sum(5 + len(name) + len(value) for name, value in first.items())
+    return [
+        encode_frame(
+            {f":{name.replace('_', '-')}": value for name, value in first.items()}
+            | {f"{frame:02x}{index:04x}": True for index in range(size // 8)},
+            b"{}",
+        )
+        for frame in range(count)
+    ]
+
+
+def held_by(make: Callable[[], object]) -> tuple[object, int]:
+    """What `make` returns, and the bytes still allocated once it returned (what that object holds)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        made = make()
+        gc.collect()
+        return made, tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_parser_remembers_only_small_header_blocks() -> None:
+    """A stream repeats a few small blocks of headers, parsed once each; a frame may carry 128 KiB of headers
+    (16,000 of them, 1.6 MB parsed), which a parser remembering them would hold for as long as the stream lasts."""
+    large = distinct_header_frames(8, MAX_HEADERS_BYTES)
+    ordinary = many_frames(3)
+
+    def parsed() -> EventStreamParser:
+        parser = EventStreamParser()
+        for raw in large:
+            assert len(parser.feed(raw)[0].headers) == MAX_HEADERS_BYTES // 8
+        first, second, third = parser.feed(ordinary)
+        assert first.headers is second.headers is third.headers  # one parse for the three
+        return parser
+
+    _, held = held_by(parsed)
+    assert held < 64 * 1024, f"the parser holds {held} bytes after 8 frames of 128 KiB of headers"
+
+
+def test_the_headers_remembered_are_let_go_of_when_the_stream_ends() -> None:
+    frames = distinct_header_frames(MAX_KNOWN_HEADER_BLOCKS, MAX_KNOWN_HEADER_BLOCK_BYTES, message_type="event")
+    assert all(MAX_KNOWN_HEADER_BLOCK_BYTES - 8 < len(raw) - 18 <= MAX_KNOWN_HEADER_BLOCK_BYTES for raw in frames)
+
+    def ended() -> FrameEvents:
+        events = FrameEvents()
+        assert sum(len(events.feed(raw)) for raw in frames) == len(frames)
+        events.close()
+        return events
+
+    _, held = held_by(ended)
+    assert held < 4 * 1024, f"a stream that ended holds {held} bytes"

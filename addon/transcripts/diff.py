@@ -11,14 +11,11 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
+from difflib import Match, SequenceMatcher
 from typing import Any
 
+from ..limits import MAX_ALIGNMENT_STEPS
 from .model import Mark, Message, Part
-
-# Past this many pairs of messages between the common start and end of two versions, the messages that differ are
-# paired in order rather than aligned (a hostile body of thousands of alike messages would take minutes).
-MAX_ALIGNED = 1_000_000
 
 
 @dataclass(slots=True)
@@ -71,7 +68,8 @@ def compare(
 
 
 def _opcodes(before: list[Any], after: list[Any]) -> list[tuple[str, int, int, int, int]]:
-    """SequenceMatcher's opcodes, with the common start and end (most of a history) paired without it."""
+    """SequenceMatcher's opcodes, with the common start and end (most of a history) paired without it, and what is
+    between them paired in order when aligning it would take more than MAX_ALIGNMENT_STEPS."""
     start = 0
     shortest = min(len(before), len(after))
     while start < shortest and before[start] == after[start]:
@@ -81,14 +79,43 @@ def _opcodes(before: list[Any], after: list[Any]) -> list[tuple[str, int, int, i
         end += 1
     opcodes = [("equal", 0, start, 0, start)] if start else []
     old, new = before[start : len(before) - end], after[start : len(after) - end]
-    if len(old) * len(new) > MAX_ALIGNED:  # SequenceMatcher's time grows with the product: pair them in order
-        opcodes.append(("replace", start, len(before) - end, start, len(after) - end))
-    elif old or new:
-        middle = SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+    if old or new:
+        try:
+            middle = _BoundedMatcher(old, new, MAX_ALIGNMENT_STEPS).get_opcodes()
+        except _TooManySteps:
+            middle = [("replace", 0, len(old), 0, len(new))]
         opcodes += [(op, b1 + start, b2 + start, a1 + start, a2 + start) for op, b1, b2, a1, a2 in middle]
     if end:
         opcodes.append(("equal", len(before) - end, len(before), len(after) - end, len(after)))
     return opcodes
+
+
+class _TooManySteps(Exception):
+    """Aligning two versions' messages would take more than its bound: they are paired in order instead."""
+
+
+class _BoundedMatcher(SequenceMatcher):
+    """SequenceMatcher (without junk) that gives up once its matching would take more than `steps`.
+
+    Its find_longest_match looks, for each element of a range of `a`, at every position in `b` of an equal element,
+    and get_matching_blocks calls it again on either side of each match it finds: a few thousand alike messages
+    (one-word user messages, alternating in one version) make that cubic, minutes for a 0.3 MB capture. Each call
+    is charged those positions before it runs (all of them, up to the end of `b`: an upper bound, kept as prefix
+    sums over `a` so that charging costs nothing), so the steps it takes in all stay within the bound."""
+
+    def __init__(self, a: list[Any], b: list[Any], steps: int) -> None:
+        super().__init__(None, a, b, autojunk=False)
+        self.steps_left = steps
+        self._charges = [0]
+        for element in a:
+            self._charges.append(self._charges[-1] + 1 + len(self.b2j.get(element, ())))
+
+    def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None) -> Match:
+        ahi = len(self.a) if ahi is None else ahi
+        self.steps_left -= 1 + self._charges[ahi] - self._charges[alo]
+        if self.steps_left < 0:
+            raise _TooManySteps
+        return super().find_longest_match(alo, ahi, blo, bhi)
 
 
 def _holds(message: Message, others: list[Message]) -> bool:
