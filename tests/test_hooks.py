@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import io as stdio
 import json
 import logging
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -443,3 +445,19 @@ async def test_an_entry_asked_for_early_that_cannot_be_written_leaves_the_flow_a
     assert "identity broke" in caplog.text
     await asyncio.sleep(0)  # the deferred part finds nothing left to do
     assert "llm" not in flow.metadata
+
+
+def test_a_finished_tap_holds_nothing_of_what_it_read(addons) -> None:
+    """The tap stays on its flow for as long as the flow is kept (mitmweb, a flow file): once it has finished it
+    lets go of its reader, with all the reasoning it assembled, and of its parser."""
+    config, repair, capture, _ = addons
+    flow, tap = streamed_flow(repair, capture)
+    reader = weakref.ref(tap.reader)
+    for piece in [*STREAMED_CALL, b""]:
+        tap(piece)
+    capture.response(flow)
+    tap.finish()
+    assert flow.metadata["llm"]["captured"][0]["tool_calls"] == ["call_7"]
+    gc.collect()
+    assert reader() is None and flow.response.stream is tap
+    assert tap(b"late") == b"late"  # still passes bytes on, reading nothing

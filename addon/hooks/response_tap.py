@@ -60,7 +60,7 @@ class ResponseTap:
         defer: bool = False,
         aws_frames: bool = False,  # the stream is AWS event-stream framing (Amazon Bedrock), not SSE
     ) -> None:
-        self.reader = reader
+        self.reader: ResponseReader | None = reader  # None once the tap finished
         self._sse = sse
         self._read = read
         self._keep_body = keep_body
@@ -213,6 +213,16 @@ class ResponseTap:
         if self._on_finish is not None:
             with self._guard():
                 self._on_finish(self._result(complete))
+        self._let_go()
+
+    def _let_go(self) -> None:
+        """A finished tap stays on its flow for as long as the flow is kept (mitmweb, a flow file): it holds
+        nothing of what it read, which may be megabytes of reasoning and the parser's state."""
+        self._reading = False
+        self._parser = None
+        self._decoder = None
+        self._backlog = []
+        self.reader = self._skippable = None  # the reader's method holds the reader
 
     def _frames_ended(self, frames: FrameEvents) -> None:
         self._unreadable_frames = frames.unreadable
