@@ -163,6 +163,7 @@ def test_a_cache_of_schema_4_is_kept_and_counted(tmp_path: Path) -> None:
 
 class StepStore:
     description = "sqlite:/somewhere"
+    prunes_in_a_thread = False
 
     def __init__(self, *outcomes: int | Exception) -> None:
         self.outcomes = list(outcomes)
@@ -179,16 +180,16 @@ def upkeep_of(store: StepStore) -> CacheUpkeep:
     return CacheUpkeep(runtime)
 
 
-def test_steps_follow_quickly_while_each_drops_all_it_may() -> None:
+async def test_steps_follow_quickly_while_each_drops_all_it_may() -> None:
     upkeep = upkeep_of(StepStore(PRUNE_STEP, PRUNE_STEP, 3, 0))
-    assert [upkeep.step() for _ in range(4)] == [CATCH_UP_PAUSE, CATCH_UP_PAUSE, PAUSE, PAUSE]
+    assert [await upkeep.step() for _ in range(4)] == [CATCH_UP_PAUSE, CATCH_UP_PAUSE, PAUSE, PAUSE]
 
 
-def test_a_failing_step_is_said_once_until_one_succeeds(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failing_step_is_said_once_until_one_succeeds(caplog: pytest.LogCaptureFixture) -> None:
     full = sqlite3.OperationalError("database or disk is full")
     upkeep = upkeep_of(StepStore(full, full, StoreUnavailable("down"), 0, full))
     with caplog.at_level(logging.WARNING):
-        assert [upkeep.step() for _ in range(5)] == [PAUSE] * 5
+        assert [await upkeep.step() for _ in range(5)] == [PAUSE] * 5
     failures = [r.getMessage() for r in caplog.records if "pruning" in r.getMessage()]
     assert (
         failures
@@ -197,3 +198,32 @@ def test_a_failing_step_is_said_once_until_one_succeeds(caplog: pytest.LogCaptur
         ]
         * 2
     )
+
+
+async def test_sqlite_steps_run_in_a_thread_of_their_own_while_lookups_go_on(store: SQLiteStore) -> None:
+    """The step's commit is another connection's to the store: what keys led to is forgotten, and the store's own
+    connection never runs a prune."""
+    store.put(SCOPE, ["a"], record(1))
+    assert store.get_many(SCOPE, ["a"]) == {"a": record(1)}
+    ran: list[str] = []
+    store._db.set_trace_callback(ran.append)
+    upkeep = upkeep_of(store)
+    try:
+        store._limits = CacheLimits(max_age=DAY, max_entries=0)
+        assert await upkeep.step() == PAUSE
+    finally:
+        upkeep.done()
+    assert store.get_many(SCOPE, ["a"]) == {}
+    assert not [statement for statement in ran if "DELETE" in statement or "checkpoint" in statement]
+
+
+def test_a_step_after_the_store_closed_does_nothing(tmp_path: Path) -> None:
+    fill(tmp_path / "c.db", 10)
+    closed = SQLiteStore(tmp_path / "c.db", CacheLimits(max_age=DAY, max_entries=1), clock=lambda: NOW)
+    closed.close()
+    assert closed.prune() == 0
+    reopened = SQLiteStore(tmp_path / "c.db", CacheLimits(max_age=DAY, max_entries=1), clock=lambda: NOW)
+    try:
+        assert rows(reopened, "records") == 10
+    finally:
+        reopened.close()

@@ -31,6 +31,8 @@ class ReasoningStore(Protocol):
     """
 
     description: str
+    # Whether prune() may run in a thread of its own while the other methods are called on the event loop.
+    prunes_in_a_thread: bool
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]: ...
 

@@ -16,6 +16,7 @@ class MemoryStore:
     """Captured turns, oldest first, each reachable through its keys; bounded like the SQLite store."""
 
     description = "memory"
+    prunes_in_a_thread = False
 
     def __init__(self, limits: CacheLimits, clock: Callable[[], float] = time.time) -> None:
         self._limits = limits

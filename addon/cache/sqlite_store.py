@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -85,6 +86,7 @@ _UPKEEP = (
     END""",
 )
 _KEYS_PER_QUERY = 500
+_WAL_PAGES_WITHOUT_UPKEEP = 10_000  # SQLite's default is 1,000 (4 MB)
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
 
 
@@ -110,11 +112,20 @@ def _create_private(path: Path) -> None:
         make_private(companion)
 
 
+def _rollback(db: sqlite3.Connection) -> None:
+    # SQLite ends the transaction itself on some errors (a full disk, say): a second ROLLBACK would then raise "no
+    # transaction is active" and hide the error that matters.
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
 def _batches(items: list, size: int = _KEYS_PER_QUERY) -> list[list]:
     return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 class SQLiteStore:
+    prunes_in_a_thread = True  # see prune()
+
     def __init__(self, path: Path, limits: CacheLimits, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.description = f"sqlite:{path}"
@@ -125,6 +136,9 @@ class SQLiteStore:
         self._origins: dict[str, dict[str, float]] = {}  # digest -> origin -> stored_at (empty: none), like _keys
         self._data_version: int | None = None
         self._seen_header: bytes | None = None  # the WAL-index header when data_version was last read
+        self._upkeep_lock = threading.Lock()
+        self._closed = False
+        self._upkeep_db: sqlite3.Connection | None = None  # the prune's own connection, opened by its first step
         try:
             _create_private(path)
             # SQLite gives the -wal and -shm files the database file's permissions.
@@ -133,6 +147,9 @@ class SQLiteStore:
             if mode.lower() != "wal":
                 raise StoreError(f"cache {path}: SQLite refused WAL mode (got {mode!r})")
             self._db.execute("PRAGMA synchronous=NORMAL")
+            # Checkpoints are the prune's (on its own connection, off the event loop); this one takes one only if
+            # the WAL grew past 40 MB without one, as it would with no upkeep running.
+            self._db.execute(f"PRAGMA wal_autocheckpoint={_WAL_PAGES_WITHOUT_UPKEEP}")
             for companion in _companions(path):
                 make_private(companion)
             self._migrate()
@@ -160,7 +177,7 @@ class SQLiteStore:
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         except BaseException:
-            self._rollback()
+            _rollback(self._db)
             raise
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
@@ -241,7 +258,7 @@ class SQLiteStore:
             )
             self._db.execute("COMMIT")
         except BaseException:
-            self._rollback()
+            _rollback(self._db)
             raise
         self._forget_keys_if_changed()
         self._read.add(record_id, stored_at, record, len(raw))
@@ -276,7 +293,7 @@ class SQLiteStore:
                 on_file.update(self._select_origins(batch, stored_at - self._limits.max_age))
             self._db.execute("COMMIT")
         except BaseException:
-            self._rollback()
+            _rollback(self._db)
             raise
         self._forget_keys_if_changed()
         for digest in written:
@@ -316,42 +333,49 @@ class SQLiteStore:
             del self._origins[next(iter(self._origins))]
 
     def prune(self, most: int = PRUNE_STEP) -> int:
-        """Drops at most `most` records past the age and count limits, oldest first, and as many origins; returns
-        the records dropped. Each step reads only what it drops (the stored_at indexes, the tallies), so that it
-        holds the event loop for about the same short time whatever the size of the file; the proxy calls it again
-        while it drops all it may (addon/hooks/upkeep.py)."""
-        oldest = self._clock() - self._limits.max_age
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            removed = self._drop_oldest("records", "id", oldest, most)
-            origins_removed = self._drop_oldest("origins", "digest, origin", oldest, most)
-            self._db.execute("COMMIT")
-        except BaseException:
-            self._rollback()
-            raise
-        if removed or origins_removed:  # what led to them is remembered; another process's prune shows in data_version
-            self._keys.clear()
-            self._origins.clear()
-        self._forget_keys_if_changed()
-        return removed
+        """Drops at most `most` records past the age and count limits, oldest first, and as many origins, then
+        checkpoints the WAL as far as no reader is in the way; returns the records dropped.
 
-    def _drop_oldest(self, table: str, key: str, oldest: float, most: int) -> int:
+        A step reads only what it drops (the stored_at indexes, the tallies). It runs on a connection of its own and
+        touches nothing else of the store, so the proxy runs it in a thread of its own (addon/hooks/upkeep.py):
+        SQLite lets go of Python's lock while it works, and lookups go on meanwhile. The store's own connection
+        sees the step's commit as another connection's (data_version) and forgets where keys led."""
+        with self._upkeep_lock:
+            if self._closed:  # a step that waited for close() to end
+                return 0
+            if self._upkeep_db is None:
+                self._upkeep_db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            db = self._upkeep_db
+            oldest = self._clock() - self._limits.max_age
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = self._drop_oldest(db, "records", "id", oldest, most)
+                self._drop_oldest(db, "origins", "digest, origin", oldest, most)
+                db.execute("COMMIT")
+            except BaseException:
+                _rollback(db)
+                raise
+            # The store's connection leaves checkpoints to this one (see __init__): copying the WAL into the file
+            # and syncing it can take tens of milliseconds.
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            return removed
+
+    def _drop_oldest(self, db: sqlite3.Connection, table: str, key: str, oldest: float, most: int) -> int:
         """Deletes up to `most` rows of `table` stored before `oldest`, then the oldest past the count limit."""
         older = f"DELETE FROM {table} WHERE ({key}) IN (SELECT {key} FROM {table} "
-        removed = self._db.execute(older + "WHERE stored_at < ? ORDER BY stored_at LIMIT ?)", (oldest, most)).rowcount
-        (count,) = self._db.execute("SELECT count FROM tallies WHERE name = ?", (table,)).fetchone()
+        removed = db.execute(older + "WHERE stored_at < ? ORDER BY stored_at LIMIT ?)", (oldest, most)).rowcount
+        (count,) = db.execute("SELECT count FROM tallies WHERE name = ?", (table,)).fetchone()
         excess = min(count - self._limits.max_entries, most - removed)
         if excess > 0:
-            removed += self._db.execute(older + "ORDER BY stored_at LIMIT ?)", (excess,)).rowcount
+            removed += db.execute(older + "ORDER BY stored_at LIMIT ?)", (excess,)).rowcount
         return removed
 
-    def _rollback(self) -> None:
-        # SQLite ends the transaction itself on some errors (a full disk, say): a second ROLLBACK would then
-        # raise "no transaction is active" and hide the error that matters.
-        if self._db.in_transaction:
-            self._db.execute("ROLLBACK")
-
     def close(self) -> None:
+        with self._upkeep_lock:  # a step under way in the upkeep's thread ends first
+            self._closed = True
+            if self._upkeep_db is not None:
+                self._upkeep_db.close()
+                self._upkeep_db = None
         self._read.clear()
         self._keys.clear()
         self._origins.clear()
