@@ -143,6 +143,11 @@ def bounded_name(name: str | None) -> str | None:
 MAX_ALIGNMENT_STEPS = 250_000
 
 
+# Records the cache drops at most in one step of its upkeep (addon/hooks/upkeep.py), and as many origins: a step reads
+# only what it drops, 2 to 3 ms in a SQLite file of 400,000 entries.
+PRUNE_STEP = 64
+
+
 # Requests the proxy remembers so that the next turn of their conversation is read from where they ended (see
 # addon/history.py), in all and per scope and route, and the bytes they may hold (each keeps the body the client
 # sent, and the one sent on when it was repaired): past either, the longest-idle conversation's turn is read whole.

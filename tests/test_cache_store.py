@@ -639,7 +639,7 @@ def test_redis_expires_entries_itself(redis_server):
         names = [name.decode() for name in admin.keys("llm-reasoning-proxy:*")]
         expiring = [name for name in names if ":key:" in name or ":record:" in name]
         assert expiring and all(0 < admin.ttl(name) <= 3600 for name in expiring)
-        assert f"llm-reasoning-proxy:key:{SCOPE}|call_ttl" in names
+        assert f"llm-reasoning-proxy:v2:key:{SCOPE}|call_ttl" in names
     store.close()
 
 
@@ -657,6 +657,48 @@ def test_redis_count_bound_drops_keys_for_every_process(redis_server):
     assert reader.get_many(SCOPE, ["k0", "k1", "k2", "k3"]).keys() == {"k2", "k3"}
     writer.close()
     reader.close()
+
+
+def test_redis_record_ids_are_never_handed_out_again_once_redis_forgot_them(redis_server):
+    """A Redis restarted without its data, or evicting under maxmemory, forgets whatever counted ids: a process that
+    still holds the record an id named must never meet that id again for another record."""
+    with redis_server.client() as admin:
+        admin.flushdb()
+        store = RedisStore(redis_server.url(), LIMITS)
+        store.put(SCOPE, ["before"], make_record(1))
+        before = set(admin.keys("*record:*"))
+        admin.flushdb()
+        store.put(OTHER_SCOPE, ["after"], make_record(2))
+        after = set(admin.keys("*record:*"))
+    assert before and after and not before & after
+    store.close()
+
+
+def test_redis_hands_out_a_record_only_for_the_scope_stored_with_it(redis_server):
+    """Whatever leads to it, from Redis or from a process's memory: here a key of one scope made (by hand) to lead to
+    another scope's record."""
+    from llm_reasoning_proxy.cache.redis_store import _key_name
+
+    with redis_server.client() as admin:
+        admin.flushdb()
+        writer, reader = RedisStore(redis_server.url(), LIMITS), RedisStore(redis_server.url(), LIMITS)
+        writer.put(OTHER_SCOPE, ["theirs"], make_record(1))
+        assert reader.get_many(OTHER_SCOPE, ["theirs"]) == {"theirs": make_record(1)}  # remembered by both now
+        admin.set(_key_name(SCOPE, "mine"), admin.get(_key_name(OTHER_SCOPE, "theirs")))
+    for store in (writer, reader, RedisStore(redis_server.url(), LIMITS)):  # the last has not read it yet
+        assert store.get_many(SCOPE, ["mine"]) == {}
+        assert store.get_many(OTHER_SCOPE, ["theirs"]) == {"theirs": make_record(1)}
+        store.close()
+
+
+def test_remembered_records_serve_only_the_scope_they_were_stored_under():
+    from llm_reasoning_proxy.cache.remembered import RememberedRecords
+
+    remembered = RememberedRecords()
+    remembered.add(7, 100.0, make_record(1), 10, SCOPE)
+    assert remembered.split([7], 0.0, SCOPE) == ({7: make_record(1)}, [])
+    assert remembered.split([7], 0.0, OTHER_SCOPE) == ({}, [7])  # read afresh: the store handed the id out again
+    assert remembered.split([7], 200.0, SCOPE) == ({}, [])  # too old
 
 
 def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog, monkeypatch):
@@ -821,3 +863,36 @@ def test_sqlite_reads_each_way_a_key_and_its_record_can_be_known_or_not(tmp_path
     assert reader.get_many(OTHER_SCOPE, keys) == {}
     writer.close()
     reader.close()
+
+
+def test_a_prune_step_drops_at_most_its_share_oldest_first(backend):
+    clock = FakeClock(1000.0)
+    store = backend(CacheLimits(max_age=100.0, max_entries=1000), clock)
+    for n in range(10):
+        clock.now = 1000.0 + n
+        store.put(SCOPE, [f"k{n}"], make_record(n))
+        store.put_origins(ORIGIN_X, [f"d{n}"])
+    clock.now = 1105.5  # the first six are past their age
+    assert [store.prune(most=4) for _ in range(3)] == [4, 2, 0]
+    assert store.get_many(SCOPE, [f"k{n}" for n in range(10)]) == {f"k{n}": make_record(n) for n in range(6, 10)}
+    assert set(store.get_origins([f"d{n}" for n in range(10)])) == {f"d{n}" for n in range(6, 10)}
+
+
+def test_sqlite_a_backup_restored_under_a_running_reader_hands_no_record_to_another_scope(tmp_path):
+    """A record is handed out only for the scope stored with it, whatever happened to the file: here a backup taken
+    when it was empty is restored into it (sqlite3's .restore) while another store remembers what it read."""
+    path, empty = tmp_path / "c.db", tmp_path / "empty.db"
+    reader, writer = SQLiteStore(path, LIMITS), SQLiteStore(path, LIMITS)
+    try:
+        with sqlite3.connect(empty) as backup:
+            writer._db.backup(backup)
+        writer.put(SCOPE, ["k"], make_record(1))
+        assert reader.get_many(SCOPE, ["k"]) == {"k": make_record(1)}
+        with sqlite3.connect(empty) as backup:
+            backup.backup(writer._db)
+        writer.put(OTHER_SCOPE, ["k"], make_record(2))
+        assert reader.get_many(OTHER_SCOPE, ["k"]) == {"k": make_record(2)}
+        assert reader.get_many(SCOPE, ["k"]) == {}
+    finally:
+        reader.close()
+        writer.close()

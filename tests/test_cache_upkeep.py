@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore, StoreUnavailable
-from llm_reasoning_proxy.cache.prune_schedule import PRUNE_STEP
 from llm_reasoning_proxy.hooks.upkeep import CATCH_UP_PAUSE, PAUSE, CacheUpkeep
+from llm_reasoning_proxy.limits import PRUNE_STEP
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
 
 from tests.support.cache_fill import fill_cache
@@ -129,7 +129,7 @@ def test_a_step_costs_the_same_whatever_the_size_of_the_cache(tmp_path: Path) ->
     assert work[1] <= 1.5 * work[0] + 5, work
 
 
-def test_a_cache_of_schema_4_is_kept_and_counted(tmp_path: Path) -> None:
+def test_a_cache_of_schema_4_is_kept_counted_and_never_handed_out(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     with sqlite3.connect(path) as db:
         db.executescript(
@@ -152,7 +152,8 @@ def test_a_cache_of_schema_4_is_kept_and_counted(tmp_path: Path) -> None:
         db.execute("INSERT INTO origins VALUES ('d', 'h|m', ?)", (NOW,))
     store = SQLiteStore(path, CacheLimits(max_age=DAY, max_entries=1000), clock=lambda: NOW)
     try:
-        assert store.get_many(SCOPE, ["a"])["a"].fields == {"reasoning_opaque": "kept"}
+        # Kept and counted, but with no scope on file it is never handed out (one miss for its conversation).
+        assert store.get_many(SCOPE, ["a"]) == {}
         assert (tally(store, "records"), tally(store, "origins")) == (1, 1)
         assert store._db.execute("PRAGMA user_version").fetchone() == (5,)
         store.put(SCOPE, ["a"], record(2))  # moves the key: the old record goes with its last key

@@ -14,7 +14,7 @@ from llm_reasoning_proxy.cache import redis_store
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure
 from tests.support.redis_server import RedisServer
 from tests.support.turns import TOOLS, client, first_turn, history_as_sent, second_turn
 
@@ -132,3 +132,54 @@ def test_a_wrong_redis_password_stops_mitmdump_with_a_clear_error(
             proxy.start()
     assert "llm_cache: Redis at redis://:***@127.0.0.1:" in proxy.output
     assert "refused the credentials" in proxy.output and "wrong-pw" not in proxy.output
+
+
+@pytest.fixture
+def tls_redis(tmp_path: Path) -> Iterator[RedisServer]:
+    """A Redis that speaks only TLS, with a certificate from a CA of the test's own."""
+    (tmp_path / "tls-redis").mkdir()
+    server = RedisServer(tmp_path / "tls-redis", tls=True)
+    yield server.start()
+    server.stop()
+
+
+def refused_at_startup(fake: FakeProvider, confdir: Path, url: str, log: Path) -> str:
+    """The one line a mitmdump that refuses to start with this cache says about it."""
+    code, output = start_failure(redis_proxy(fake, confdir, url, log))
+    assert code == 1, output
+    said = [line for line in output.splitlines() if "llm_cache:" in line]
+    assert len(said) == 1 and "is unavailable" not in output and "Traceback" not in output, output
+    return said[0]
+
+
+def test_a_redis_certificate_the_proxy_does_not_trust_stops_mitmdump_and_its_ca_in_the_url_mends_it(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, tls_redis: RedisServer, api_key: str
+) -> None:
+    """Configuration, as a wrong password is: no wait mends it, so it is said at startup, not taken for an outage."""
+    said = refused_at_startup(fake, confdir, tls_redis.url(), tmp_path / "refused.jsonl")
+    assert f"llm_cache: Redis at {tls_redis.url()}: its TLS certificate is not trusted" in said
+    assert "?ssl_ca_certs=" in said  # and how to name a private CA
+    url = f"{tls_redis.url()}?ssl_ca_certs={tls_redis.ca_file}"
+    with redis_proxy(fake, confdir, url, tmp_path / "events.jsonl") as proxy:
+        messages = turn_two(fake, proxy.url, api_key)
+        assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True) == ANSWER
+    assert "is unavailable" not in proxy.output
+    with tls_redis.client() as admin:
+        assert admin.keys("llm-reasoning-proxy:*")  # the capture went to the TLS Redis
+
+
+@pytest.mark.parametrize("scheme", ["redis", "rediss"])
+def test_a_redis_url_whose_scheme_the_server_does_not_speak_stops_mitmdump(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, tls_redis: RedisServer, own_redis: RedisServer, scheme: str
+) -> None:
+    """redis:// at a TLS port, rediss:// at a plain one: each stops mitmdump with one line. Only a server that is not
+    there at all is an outage, which the proxy starts through."""
+    if scheme == "redis":
+        server, url, said = tls_redis, f"redis://127.0.0.1:{tls_redis.port}/0", "the server expects TLS; use rediss://"
+    else:
+        own_redis.start()
+        server, url, said = own_redis, f"rediss://127.0.0.1:{own_redis.port}/0", "does not speak TLS; use redis://"
+    assert said in refused_at_startup(fake, confdir, url, tmp_path / "refused.jsonl")
+    server.stop()
+    with redis_proxy(fake, confdir, url, tmp_path / "events.jsonl") as proxy:
+        assert "is unavailable" in proxy.output

@@ -7,9 +7,9 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
+from ..limits import PRUNE_STEP
 from ..records import ReasoningRecord
 from .base import CacheLimits
-from .prune_schedule import PRUNE_STEP
 
 
 class MemoryStore:

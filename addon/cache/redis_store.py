@@ -1,24 +1,39 @@
 """A cache that many proxies share: one Redis database (`llm_cache=redis://HOST:PORT/DB`).
 
 The layout mirrors the SQLite store. Each captured turn is stored once as JSON
-(`<prefix>record:<id>`) and reached through one key per tool call id, alias and
-fingerprint (`<prefix>key:<scope>|<key>`, holding the record id). Redis expires
-both after llm_cache_max_age. A sorted set of record ids by storing time
-(`<prefix>records`) bounds their count to llm_cache_max_entries. A stored record
-never changes, so each process keeps the records it has parsed, as the SQLite
-store does.
+(`<layout>record:<id>`, with the scope it was captured in) and reached through
+one key per tool call id, alias and fingerprint (`<layout>key:<scope>|<key>`,
+holding the record id). Redis expires both after llm_cache_max_age. A sorted
+set of record ids by storing time (`<layout>records`) bounds their count to
+llm_cache_max_entries. A stored record never changes, so each process keeps the
+records it has parsed, as the SQLite store does.
+
+Redis may lose any of these: restarted without persistence, failed over to a
+replica that lagged, or evicting keys under `maxmemory`. That must cost misses,
+never another turn's reasoning. So a record id is 128 random bits, never a
+counter that starts again from 1 once Redis forgot it (another process may
+still hold the record that id named, and keys may still lead to it); and a
+record is handed out only for the scope stored with it, whether read from Redis
+or from this process's memory.
 
 A Redis that is down must never hold traffic up. A command that cannot reach it
 raises StoreUnavailable. For a short pause that grows while the outage lasts,
 every call then fails the same way without touching the network. The first
-command that gets through ends the outage, and each end is logged once.
+command that gets through ends the outage, and each end is logged once. What
+waiting cannot mend is configuration, and raises StoreError, which stops the
+proxy at startup: a refused password, a certificate the proxy does not trust,
+or a URL whose scheme does not match what the server speaks (redis:// at a TLS
+port, rediss:// at a plain one).
 """
 
 from __future__ import annotations
 
 import math
+import secrets
+import socket
+import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 import redis
@@ -27,16 +42,19 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from .. import jsoncodec
+from ..limits import PRUNE_STEP
 from ..records import ReasoningRecord
 from ..redact import masked_logger, redact_url
 from .base import CacheLimits, StoreError, StoreUnavailable
-from .prune_schedule import PruneSchedule
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
 logger = masked_logger(__name__)
 
 REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"
+# Records, their keys and their index, apart from those of versions that counted record ids (`<prefix>next-id`):
+# proxies of both versions can share one Redis while a fleet is upgraded, each reading only its own entries.
+LAYOUT = PREFIX + "v2:"
 # A refused connection fails at once; these bound what a Redis that stopped answering can cost a request.
 CONNECT_TIMEOUT = 0.5
 COMMAND_TIMEOUT = 1.0
@@ -62,7 +80,6 @@ class RedisStore:
         self._limits = limits
         self._ttl = max(1, math.ceil(limits.max_age)) if math.isfinite(limits.max_age) else None
         self._clock = clock
-        self._prunes = PruneSchedule()
         self._read = RememberedRecords()
         self._paused_until = 0.0
         self._pause = 0.0
@@ -79,32 +96,37 @@ class RedisStore:
             raise StoreError(f"{self.description} is not a usable Redis URL: {e}") from e
         self._drop_keys = self._redis.register_script(_DROP_KEYS_LEADING_TO)
         try:
-            self._guard(self._redis.ping)
+            self._guard(self._redis.ping, starting=True)
         except StoreUnavailable:
             pass  # logged; a proxy starts without its cache rather than refuse traffic until Redis is up
+        except TypeError as e:  # redis-py makes its first connection here, from the URL's query parameters
+            raise StoreError(f"{self.description} is not a usable Redis URL: {e}") from e
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, ReasoningRecord]:
         unique = list(dict.fromkeys(keys))
         if not unique:
             return {}
         found_ids = self._guard(lambda: self._redis.mget([_key_name(scope, key) for key in unique]))
-        ids = {key: int(value) for key, value in zip(unique, found_ids) if value is not None}
+        ids = {key: value.decode() for key, value in zip(unique, found_ids) if value is not None}
         if not ids:
             return {}
         oldest = self._clock() - self._limits.max_age
-        records, unread = self._read.split(ids.values(), oldest)
+        records, unread = self._read.split(ids.values(), oldest, scope)
         if unread:
             raws = self._guard(lambda: self._redis.mget([_record_name(record_id) for record_id in unread]))
             for record_id, raw in zip(unread, raws):
-                if raw is None:  # expired or pruned since its key was read
+                if raw is None:  # expired, pruned or evicted since its key was read
                     continue
                 try:
                     stored = jsoncodec.loads(raw)
                     stored_at, record = float(stored["stored_at"]), ReasoningRecord.model_validate(stored["record"])
+                    stored_scope = stored["scope"]
                 except (ValueError, KeyError, TypeError, ValidationError):
                     warn_unreadable(ids, record_id)
                     continue
-                self._read.add(record_id, stored_at, record, len(raw))
+                if stored_scope != scope:  # never so for what proxies wrote (ids are not reused), whatever Redis lost
+                    continue
+                self._read.add(record_id, stored_at, record, len(raw), scope)
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -118,19 +140,18 @@ class RedisStore:
         # The scope and keys go with the record, so that pruning it can drop the keys that lead to it.
         raw = jsoncodec.dumps({"stored_at": stored_at, "scope": scope, "keys": unique, "record": record.model_dump()})
 
-        def write() -> int:
-            record_id = int(self._redis.incr(PREFIX + "next-id"))
+        record_id = secrets.token_hex(16)
+
+        def write() -> None:
             with self._redis.pipeline(transaction=True) as pipe:
                 pipe.set(_record_name(record_id), raw, ex=self._ttl)
                 for key in unique:
                     pipe.set(_key_name(scope, key), record_id, ex=self._ttl)
-                pipe.zadd(PREFIX + "records", {str(record_id): stored_at})
+                pipe.zadd(LAYOUT + "records", {record_id: stored_at})
                 pipe.execute()
-            return record_id
 
-        self._read.add(self._guard(write), stored_at, record, len(raw))
-        if self._prunes.wrote():
-            self.prune()
+        self._guard(write)
+        self._read.add(record_id, stored_at, record, len(raw), scope)
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
         names = [_key_name(scope, key) for key in dict.fromkeys(keys)]
@@ -152,8 +173,6 @@ class RedisStore:
                 pipe.execute()
 
         self._guard(write)
-        if self._prunes.wrote():
-            self.prune()
 
     def get_origins(self, digests: Sequence[str]) -> dict[str, set[str]]:
         unique = list(dict.fromkeys(digests))
@@ -174,17 +193,13 @@ class RedisStore:
                 found[digest] = fresh
         return found
 
-    def prune(self) -> int:
-        """Forgets records past the age limit and drops the oldest past the count limit; returns records dropped."""
-        self._guard(self._prune_origins)
+    def prune(self, most: int = PRUNE_STEP) -> int:
+        """Forgets at most `most` records past the age limit or the oldest past the count limit, and as many origins;
+        returns records dropped. Each index is sorted by storing time, so a step reads only what it drops."""
+        self._guard(lambda: self._oldest(PREFIX + "origins", most, drop=_origin_name))
 
         def trim() -> int:
-            index = PREFIX + "records"
-            # Redis expires entries by itself; this also catches a clock that ran ahead of Redis's.
-            expired = self._redis.zrangebyscore(index, "-inf", f"({self._clock() - self._limits.max_age}")
-            excess = int(self._redis.zcard(index)) - len(expired) - self._limits.max_entries
-            oldest = self._redis.zrange(index, len(expired), len(expired) + excess - 1) if excess > 0 else []
-            doomed = [int(record_id) for record_id in [*expired, *oldest]]
+            doomed = self._oldest(LAYOUT + "records", most)
             if not doomed:
                 return 0
             raws = self._redis.mget([_record_name(record_id) for record_id in doomed])
@@ -195,30 +210,31 @@ class RedisStore:
                         self._drop_keys(keys=names, args=[record_id], client=pipe)
                     self._read.drop(record_id)
                 pipe.delete(*(_record_name(record_id) for record_id in doomed))
-                pipe.zrem(index, *doomed)
+                pipe.zrem(LAYOUT + "records", *doomed)
                 pipe.execute()
             return len(doomed)
 
         return self._guard(trim)
 
-    def _prune_origins(self) -> None:
-        """Origins age and are bounded in count like records (Redis expires them too)."""
-        index = PREFIX + "origins"
-        expired = self._redis.zrangebyscore(index, "-inf", f"({self._clock() - self._limits.max_age}")
-        excess = int(self._redis.zcard(index)) - len(expired) - self._limits.max_entries
-        oldest = self._redis.zrange(index, len(expired), len(expired) + excess - 1) if excess > 0 else []
-        doomed = [digest.decode() for digest in [*expired, *oldest]]
-        if doomed:
+    def _oldest(self, index: str, most: int, drop: Callable[[str], str] | None = None) -> list[str]:
+        """Up to `most` members of a sorted index that are past the age limit or the oldest past the count limit
+        (Redis expires what they name by itself; this also catches a clock that ran ahead of Redis's); with `drop`,
+        they are removed, with the keys `drop` names for them."""
+        expired = int(self._redis.zcount(index, "-inf", f"({self._clock() - self._limits.max_age}"))
+        doomed = min(most, max(expired, int(self._redis.zcard(index)) - self._limits.max_entries))
+        members = [member.decode() for member in self._redis.zrange(index, 0, doomed - 1)] if doomed > 0 else []
+        if members and drop is not None:
             with self._redis.pipeline(transaction=True) as pipe:
-                pipe.delete(*(_origin_name(digest) for digest in doomed))
-                pipe.zrem(index, *doomed)
+                pipe.delete(*(drop(member) for member in members))
+                pipe.zrem(index, *members)
                 pipe.execute()
+        return members
 
     def close(self) -> None:
         self._read.clear()
         self._redis.close()
 
-    def _guard(self, command: Callable[[], T]) -> T:
+    def _guard(self, command: Callable[[], T], *, starting: bool = False) -> T:
         """Runs Redis commands; an outage raises StoreUnavailable, at once while it is paused."""
         now = time.monotonic()
         if now < self._paused_until:
@@ -229,6 +245,9 @@ class RedisStore:
             # A wrong or missing password is configuration, not an outage: said at startup, never retried quietly.
             raise StoreError(f"Redis at {self.description} refused the credentials: {e}") from e
         except (redis.ConnectionError, redis.TimeoutError) as e:
+            mistake = _tls_mistake(e) or (self._scheme_mistake(e) if starting else None)
+            if mistake is not None:
+                raise StoreError(f"Redis at {self.description}: {mistake}") from e
             self._pause = min(self._pause * 2, LONGEST_PAUSE) if self._pause else FIRST_PAUSE
             self._paused_until = now + self._pause
             if self._outage is None:
@@ -241,6 +260,64 @@ class RedisStore:
             logger.warning("llm cache: Redis at %s is back", self.description)
             self._outage, self._pause, self._paused_until = None, 0.0, 0.0
         return result
+
+    def _scheme_mistake(self, error: BaseException) -> str | None:
+        """Why the URL's scheme is wrong for the server, if it is: asked at startup of a connection that was made
+        but broke. A Redis TLS port drops a connection that does not open with a TLS handshake, and a plain port
+        never answers one, so either would look like an outage that never ends."""
+        if _caused_by(error, ConnectionRefusedError):
+            return None  # nothing listens there: an outage
+        pool = self._redis.connection_pool
+        address = (pool.connection_kwargs.get("host"), pool.connection_kwargs.get("port"))
+        try:
+            with socket.create_connection(address, timeout=CONNECT_TIMEOUT) as probe:
+                if issubclass(pool.connection_class, redis.SSLConnection):
+                    probe.settimeout(COMMAND_TIMEOUT)
+                    probe.sendall(b"PING\r\n")
+                    if probe.recv(1) in (b"+", b"-"):  # "+PONG", or "-NOAUTH ...": a plain Redis
+                        return "the server does not speak TLS; use redis://"
+                else:
+                    anything = ssl.create_default_context()
+                    anything.check_hostname, anything.verify_mode = False, ssl.CERT_NONE  # only: is it TLS?
+                    anything.wrap_socket(probe).close()
+                    return "the server expects TLS; use rediss://"
+        except (OSError, ValueError, TypeError):
+            pass  # neither answers: an outage
+        return None
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """The error and those it was raised from or while handling (redis-py raises its own while handling the OS's)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        yield cause
+        cause = cause.__cause__ or cause.__context__
+
+
+def _caused_by(error: BaseException, kind: type[BaseException]) -> bool:
+    return any(isinstance(cause, kind) for cause in _causes(error))
+
+
+# OpenSSL's X509_V_ERR_ codes for a chain that reaches no CA the proxy trusts (rather than, say, the wrong host).
+_NO_TRUSTED_ISSUER = frozenset({18, 19, 20, 21})
+
+
+def _tls_mistake(error: BaseException) -> str | None:
+    """What was wrong with TLS, if a connection failed for a reason no wait will mend: a certificate the proxy does
+    not trust, a TLS handshake the server refused or could not speak, a CA file it could not read."""
+    for cause in _causes(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            said = f"its TLS certificate is not trusted ({cause.verify_message})"
+            if cause.verify_code in _NO_TRUSTED_ISSUER:
+                said += "; for a private CA, add ?ssl_ca_certs=/path/to/ca.pem to the URL"
+            return said
+        if isinstance(cause, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)):
+            return None  # the connection went away during the handshake: an outage
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed: {cause.reason or cause}"
+        if isinstance(cause, (FileNotFoundError, IsADirectoryError, PermissionError)):  # ssl_ca_certs, ssl_certfile
+            return f"cannot read a TLS file the URL names: {cause.strerror or cause}"
+    return None
 
 
 _DROP_KEYS_LEADING_TO = """
@@ -260,12 +337,12 @@ def _stored_key_names(raw: bytes | None) -> list[str]:
 
 def _key_name(scope: str, key: str) -> str:
     # A scope is "host:port|credential-hash" and holds exactly one "|", so scope and key cannot run together.
-    return f"{PREFIX}key:{scope}|{key}"
+    return f"{LAYOUT}key:{scope}|{key}"
 
 
 def _origin_name(digest: str) -> str:
     return f"{PREFIX}origin:{digest}"
 
 
-def _record_name(record_id: int) -> str:
-    return f"{PREFIX}record:{record_id}"
+def _record_name(record_id: str) -> str:
+    return f"{LAYOUT}record:{record_id}"

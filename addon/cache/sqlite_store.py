@@ -4,11 +4,14 @@ WAL mode lets readers and one writer work at once across processes, and a
 transaction that committed survives the proxy being killed (SIGKILL) because it
 is already in the WAL file; only a power loss could drop the newest commits.
 
-A captured turn is stored once (`records`) and found through each of its keys
-(`record_keys`: tool call ids, aliases, name-and-arguments fingerprints), so a
-lookup reads each record's text once however many keys lead to it. A stored
-record never changes and its id is never reused, so each process keeps the
-records it has read in memory: a client re-sends the same history every turn.
+A captured turn is stored once (`records`, with the scope it was captured in)
+and found through each of its keys (`record_keys`: tool call ids, aliases,
+name-and-arguments fingerprints), so a lookup reads each record's text once
+however many keys lead to it. A stored record never changes and its id, 63
+random bits, is never reused (a counter would start again where a backup was
+restored into the file), so each process keeps the records it has read in
+memory: a client re-sends the same history every turn. A record is handed out
+only for the scope stored with it, whoever kept it.
 Each process also remembers where keys led (or that they led nowhere) until
 SQLite's data_version says another process wrote to the file; it asks only when
 the WAL-index header says some connection committed (addon/cache/wal_header.py).
@@ -17,6 +20,7 @@ the WAL-index header says some connection committed (addon/cache/wal_header.py).
 from __future__ import annotations
 
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -26,19 +30,22 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from .. import jsoncodec
+from ..limits import PRUNE_STEP
 from ..private_files import make_private, make_private_dir, open_private
 from ..records import ReasoningRecord
 from .base import CacheLimits, StoreError
-from .prune_schedule import PRUNE_STEP
 from .remembered import RememberedRecords, by_key, warn_unreadable
 from .wal_header import WalHeader
 
-SCHEMA_VERSION = 5  # 4: tool call arguments kept as a digest; 5: tallies and triggers, so pruning reads no table whole
+# 4: tool call arguments kept as a digest; 5: a record's scope, random ids, and tallies and triggers, so that
+# pruning reads no table whole
+SCHEMA_VERSION = 5
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS records (
-        id        INTEGER PRIMARY KEY AUTOINCREMENT,
+        id        INTEGER PRIMARY KEY,
         record    TEXT NOT NULL,
-        stored_at REAL NOT NULL
+        stored_at REAL NOT NULL,
+        scope     TEXT NOT NULL DEFAULT ''
     )""",
     "CREATE INDEX IF NOT EXISTS records_stored_at ON records (stored_at)",
     """CREATE TABLE IF NOT EXISTS record_keys (
@@ -170,6 +177,8 @@ class SQLiteStore:
             if version < SCHEMA_VERSION:
                 # Counted once, here (from 4, a file that may hold a million entries: a fraction of a second).
                 self._db.execute("DROP TABLE IF EXISTS tallies")
+            if version == 4:  # its records have no scope: they are never handed out, and age away
+                self._db.execute("ALTER TABLE records ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
             for statement in _UPKEEP:
                 self._db.execute(statement)
             for table in ("records", "origins"):
@@ -203,18 +212,20 @@ class SQLiteStore:
         if not ids:
             return {}
         oldest = self._clock() - self._limits.max_age
-        records, unread = self._read.split(ids.values(), oldest)
+        records, unread = self._read.split(ids.values(), oldest, scope)
         for batch in _batches(unread):
             rows = self._db.execute(
-                f"SELECT id, stored_at, record FROM records WHERE id IN ({','.join('?' * len(batch))})", batch
+                f"SELECT id, stored_at, scope, record FROM records WHERE id IN ({','.join('?' * len(batch))})", batch
             )
-            for record_id, stored_at, raw in rows:
+            for record_id, stored_at, stored_scope, raw in rows:
+                if stored_scope != scope:  # a key that leads across scopes was never written by a proxy
+                    continue
                 try:
                     record = ReasoningRecord.model_validate(jsoncodec.loads(raw))
                 except (ValueError, ValidationError):
                     warn_unreadable(ids, record_id)
                     continue
-                self._read.add(record_id, stored_at, record, len(raw))
+                self._read.add(record_id, stored_at, record, len(raw), scope)
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -248,9 +259,11 @@ class SQLiteStore:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             stored_at = self._clock()
-            record_id = self._db.execute(
-                "INSERT INTO records (record, stored_at) VALUES (?, ?)", (raw, stored_at)
-            ).lastrowid
+            record_id = secrets.randbits(63)
+            self._db.execute(
+                "INSERT INTO records (id, record, stored_at, scope) VALUES (?, ?, ?, ?)",
+                (record_id, raw, stored_at, scope),
+            )
             self._db.executemany(  # a key captured again moves to the new record (see _UPKEEP)
                 "INSERT INTO record_keys (scope, key, record_id) VALUES (?, ?, ?) "
                 "ON CONFLICT (scope, key) DO UPDATE SET record_id = excluded.record_id",
@@ -261,7 +274,7 @@ class SQLiteStore:
             _rollback(self._db)
             raise
         self._forget_keys_if_changed()
-        self._read.add(record_id, stored_at, record, len(raw))
+        self._read.add(record_id, stored_at, record, len(raw), scope)
         for key in keys:
             self._remember_key(scope, key, record_id)
 

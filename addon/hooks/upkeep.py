@@ -14,7 +14,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 from ..cache import StoreUnavailable
-from ..cache.prune_schedule import PRUNE_STEP
+from ..limits import PRUNE_STEP
 from ..redact import masked_logger, redact_text
 from .runtime import Runtime
 

@@ -24,8 +24,8 @@ def fill_cache(path: Path, count: int, *, stored_at: float, record_bytes: int = 
             ids = range(start, min(start + _BATCH, first + count))
             db.execute("BEGIN")
             db.executemany(
-                "INSERT INTO records (id, record, stored_at) VALUES (?, ?, ?)",
-                ((n, raw, stored_at + (n - first) / 1e6) for n in ids),
+                "INSERT INTO records (id, record, stored_at, scope) VALUES (?, ?, ?, ?)",
+                ((n, raw, stored_at + (n - first) / 1e6, SCOPE) for n in ids),
             )
             db.executemany(
                 "INSERT INTO record_keys (scope, key, record_id) VALUES (?, ?, ?)",

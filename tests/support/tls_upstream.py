@@ -17,7 +17,7 @@ from cryptography.x509.oid import NameOID
 ANSWER = b'{"id": "chatcmpl-corporate", "choices": []}'
 
 
-def _certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool) -> x509.Certificate:
+def issue_certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool) -> x509.Certificate:
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (
         x509.CertificateBuilder()
@@ -58,9 +58,9 @@ class TLSUpstream:
     def __init__(self, folder: Path) -> None:
         ca_key = ec.generate_private_key(ec.SECP256R1())
         ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Corporate Inspection CA")])
-        ca = _certificate("Corporate Inspection CA", ca_key, ca_name, ca_key, ca=True)
+        ca = issue_certificate("Corporate Inspection CA", ca_key, ca_name, ca_key, ca=True)
         key = ec.generate_private_key(ec.SECP256R1())
-        leaf = _certificate("127.0.0.1", key, ca_name, ca_key, ca=False)
+        leaf = issue_certificate("127.0.0.1", key, ca_name, ca_key, ca=False)
         self.ca_file = folder / "corporate-ca.pem"
         self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
         chain = folder / "upstream.pem"
