@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -896,3 +897,24 @@ def test_sqlite_a_backup_restored_under_a_running_reader_hands_no_record_to_anot
     finally:
         reader.close()
         writer.close()
+
+
+def test_sqlite_remembers_where_long_keys_led_only_by_asking_again(tmp_path):
+    """A client names the tool call ids it sends: lookups of ids of 100 KB leave nothing of them behind, and still
+    find what they lead to."""
+    store = SQLiteStore(tmp_path / "c.db", LIMITS)
+    try:
+        long_key = "call_" + "x" * 100_000
+        store.put(SCOPE, [long_key], make_record(1))
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(50):
+            assert store.get_many(SCOPE, [f"{n}{long_key}"]) == {}
+        held = tracemalloc.get_traced_memory()[0] - before
+        tracemalloc.stop()
+        assert held < 1_000_000, held  # 50 keys of 100 KB would be 5 MB
+        assert store.get_many(SCOPE, [long_key]) == {long_key: make_record(1)}
+        store.delete(SCOPE, [long_key])
+        assert store.get_many(SCOPE, [long_key]) == {}
+    finally:
+        store.close()

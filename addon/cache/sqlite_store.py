@@ -95,6 +95,10 @@ _UPKEEP = (
 _KEYS_PER_QUERY = 500
 _WAL_PAGES_WITHOUT_UPKEEP = 10_000  # SQLite's default is 1,000 (4 MB)
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
+# Only keys this long with their scope are remembered (a provider's tool call ids and the fingerprints are under 100
+# characters, a scope's host and hash about as long): a client names the ids and the host it sends, and 16,384 keys
+# of a megabyte each would be 16 GB. Longer ones are looked up each time.
+_REMEMBERED_KEY_CHARS = 512
 
 
 _UNKNOWN = object()
@@ -247,6 +251,9 @@ class SQLiteStore:
         self._seen_header = header
 
     def _remember_key(self, scope: str, key: str, record_id: int | None) -> None:
+        if len(scope) + len(key) > _REMEMBERED_KEY_CHARS:
+            self._keys.pop((scope, key), None)  # a key that led elsewhere before must not lead there now
+            return
         self._keys[(scope, key)] = record_id
         if len(self._keys) > _REMEMBERED_KEYS:
             del self._keys[next(iter(self._keys))]
