@@ -101,9 +101,12 @@ def run_cache_sizes(
                 f"llm_log={scratch / f'events-{entries}.jsonl'}",
                 confdir=scratch / "conf",
             )
-            with proxy.start(timeout=600):
+            proxy.start(timeout=600)
+            try:
                 listening = time.perf_counter()
                 latencies, statuses, other = asyncio.run(_run(proxy.url, conversations, turns, concurrency))
+            finally:
+                proxy.stop()
             with sqlite3.connect(cache) as db:
                 records_after = db.execute("SELECT count(*) FROM records").fetchone()[0]
             runs.append(
