@@ -10,6 +10,7 @@ whose directory cannot be created (/proc/no-such-dir).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import hashlib
@@ -848,6 +849,10 @@ def test_unwritable_cache_message_names_the_option(unwritable_start: tuple[Path,
 
 
 FSIZE_LIMIT = 128 * 1024  # the startup writes fit; a handful of captures later the WAL file hits it
+# What each answer's reasoning quotes: twelve of them could not fit in the files even if the WAL were checkpointed
+# into the database after every capture (the proxy checkpoints every second, and a WAL starts again from its
+# beginning after a checkpoint), so the later captures fail however the checkpoints fall.
+LONG_THOUGHT = base64.b64encode(b"The listing shows two files, a.txt and b.txt. " * 400).decode()
 
 
 @dataclass
@@ -875,7 +880,8 @@ def full_cache_run(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.T
         for number in range(12):
             api_key = f"sk-full-{number}-{os.urandom(4).hex()}"
             since = len(fake.requests)
-            response, raw = fetch_raw(proxy.url, chat_body(stream=number % 2 == 0), headers_for(api_key))
+            headers = headers_for(api_key, say=LONG_THOUGHT)  # quoted in the reasoning the cache keeps
+            response, raw = fetch_raw(proxy.url, chat_body(stream=number % 2 == 0), headers)
             turn1 = ours(fake, since)
             # Each answer is either stored (captured) or not (failure) before turn 2 is sent.
             log.wait(lambda e, n=number: len(of_kind(e, "captured")) + len(of_kind(e, "failure")) > n)
