@@ -7,7 +7,8 @@ body it sent on). A request that starts with the same bytes up to that point and
 list is the remembered one plus its new items: only those are parsed, checked and repaired, and the body sent on is
 the remembered one with the new items spliced in, written as a whole document would have been.
 
-The memory is per process and bounded by count and by bytes (`MAX_HISTORIES`, `MAX_HISTORY_BYTES`); a request it
+The memory is per process and bounded by count and by bytes (`MAX_HISTORIES`, `MAX_HISTORY_BYTES`): the bytes of the
+bodies, and of what was parsed and found of them, counted from above as it is made (`Remembered.size`). A request it
 cannot match costs what it always did, and is remembered for the next turn.
 """
 
@@ -16,17 +17,18 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from sys import getsizeof
+from typing import Any, NamedTuple
 
 import msgspec
 
 from . import jsoncodec
 from .limits import MAX_HISTORIES, MAX_HISTORIES_PER_ROUTE, MAX_HISTORY_BYTES
 from .records import ActionTally, ReasoningRecord, RepairAction
+from .sizes import VALUE_BYTES, held_size, parsed_size, strings_size
 
-_OBJECT_BYTES = 256
 _TOP_LEVEL = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _SPACE = b" \t\r\n"
 
@@ -38,9 +40,19 @@ def end_of_value(body: bytes, end: int) -> int:
     return end
 
 
-def list_bounds(body: bytes, key: str) -> tuple[int, int] | None:
-    """(where the last item of the top-level list `key` ends, where the list's closing bracket is) in a JSON object
-    body; None when the body is not such an object or its bytes after the list cannot be told apart.
+class ListBounds(NamedTuple):
+    items_end: int  # where the last item of the list ends
+    close: int  # where the list's closing bracket is
+    others: list[tuple[str, msgspec.Raw]]  # the body's other top-level values, unparsed
+
+    def others_size(self) -> int:
+        """The bytes the other values take once parsed, at most (`parsed_size`), with their names."""
+        return sum(parsed_size(bytes(raw)) + VALUE_BYTES + 4 * len(name) for name, raw in self.others)
+
+
+def list_bounds(body: bytes, key: str) -> ListBounds | None:
+    """Where the top-level list `key` of a JSON object body ends, with the body's other values unparsed; None when
+    the body is not such an object or its bytes after the list cannot be told apart.
 
     The values after the list are read as raw bytes (not parsed), and matched from the end of the body back."""
     try:
@@ -63,7 +75,7 @@ def list_bounds(body: bytes, key: str) -> tuple[int, int] | None:
     close = end_of_value(body, end) - 1
     if close < 0 or body[close] != ord("]"):
         return None
-    return end_of_value(body, close), close
+    return ListBounds(end_of_value(body, close), close, [(name, raw) for name, raw in top.items() if name != key])
 
 
 @dataclass(slots=True)
@@ -73,6 +85,11 @@ class SentBody:
     data: bytes
     starts: list[int]  # the offset of each item
     items_end: int  # where the last item ends (the list's closing bracket)
+
+    @property
+    def size(self) -> int:
+        """The bytes it holds: each offset is an int object of 32 bytes (a body of `{}`s has one every 3 bytes)."""
+        return len(self.data) + getsizeof(self.starts) + 32 * len(self.starts)
 
 
 _ITEMS_HERE = "llm-items-" + secrets.token_hex(8)  # stands for the list while the rest is written
@@ -144,13 +161,30 @@ class Remembered:
     pending: list[str] = field(default_factory=list)  # keys the last items found nothing under (yet)
     unique_ids: set[str] = field(default_factory=set)  # the ids sent that a request may hold once (ResumeRules)
     used_ids: set[str | None] = field(default_factory=set)  # the response ids of `used`
+    # The bytes, counted from above, of what each turn of a conversation carries on to the next: `others`, `actions`
+    # (and `tally`), `found`, `used`, `mismatched` and the id sets.
+    carried: int = 0
+    # What this turn added to them, to be counted (addon/hooks/resume.py makes it): `count` counts it, once.
+    uncounted: Callable[[], int] | None = None
+    size: int = field(init=False)  # the bytes it holds, counted from above: its bytes, and once counted the rest
+    counted: bool = field(default=False, init=False)
+    held: bool = field(default=False, init=False)  # in the memory (HistoryMemory counts its size while it is)
 
-    @property
-    def size(self) -> int:
-        """About the bytes it holds: the bodies, and for each repair and cache record kept the bytes of a small
-        object (a body of a hundred thousand `content: []` made null is not a hundred thousand times its bytes)."""
-        held = len(self.actions) + len(self.found) + len(self.used) + len(self.unique_ids)
-        return len(self.body) + (len(self.sent.data) if self.sent is not None else 0) + held * _OBJECT_BYTES
+    def __post_init__(self) -> None:
+        self.size = len(self.body) + len(self.tail) + (self.sent.size if self.sent is not None else 0) + self.carried
+
+    def count(self) -> int:
+        """Counts what it holds beside its bytes (once): what its turn added to what the conversation carries, its
+        window and the keys it waits for; the bytes its size grew by."""
+        if self.counted:
+            return 0
+        self.counted = True
+        added = self.uncounted() if self.uncounted is not None else 0
+        self.uncounted = None
+        self.carried += added
+        grown = added + held_size(self.window) + strings_size(self.pending)
+        self.size += grown
+        return grown
 
     def new_items(self, body: bytes) -> bytes | None:
         """The bytes of the items `body` adds to this request (b"" for none), or None when it is not this request
@@ -175,33 +209,49 @@ class HistoryMemory:
         self._by_key: OrderedDict[Hashable, list[Remembered]] = OrderedDict()
         self._count = 0
         self._bytes = 0
-        # Requests dropped while a request was read, let go of by `release`: freeing megabytes of a body costs about
-        # a tenth of a millisecond, which the request being read need not wait for.
+        # Requests remembered, and requests dropped, while a request was read, counted and let go of by `release`:
+        # counting what a turn parsed and found costs tens of microseconds, and freeing megabytes of a body about a
+        # tenth of a millisecond, which the request being read need not wait for.
+        self._uncounted: list[Remembered] = []
         self._dropped: list[Remembered] = []
 
     def __len__(self) -> int:
         return self._count
 
     def clear(self) -> None:
+        for entries in self._by_key.values():
+            for entry in entries:
+                entry.held = False
         self._by_key.clear()
+        self._uncounted.clear()
         self._dropped.clear()
         self._count = self._bytes = 0
 
     def release(self) -> None:
-        """Lets go of the requests dropped since the last call: on the event loop's next turn, after mitmproxy sent
-        the request being read on (or at once, without a running loop)."""
-        if not self._dropped:
+        """Counts what the requests remembered since the last call hold beside their bytes, keeps to the bound, and
+        lets go of the requests dropped: on the event loop's next turn, after mitmproxy sent the request being read
+        on (or at once, without a running loop). Until then the bound counts only the bytes of their bodies."""
+        if not self._uncounted and not self._dropped:
             return
-        dropped, self._dropped = self._dropped, []
         try:
-            asyncio.get_running_loop().call_soon(dropped.clear)
+            asyncio.get_running_loop().call_soon(self._settle)
         except RuntimeError:
-            dropped.clear()
+            self._settle()
+
+    def _settle(self) -> None:
+        uncounted, self._uncounted = self._uncounted, []
+        for entry in uncounted:
+            if entry.held:  # one dropped meanwhile is not counted: it is never matched again
+                self._bytes += entry.count()
+        while self._bytes > self.max_bytes and self._by_key:
+            self._drop(next(iter(self._by_key)), -1)  # the longest-idle key's oldest request
+        self._dropped.clear()
 
     def match(self, key: Hashable, body: bytes) -> tuple[Remembered, bytes] | None:
         """The remembered request `body` continues the furthest, and the bytes of its new items; it is forgotten
-        (what `body` makes of it is remembered in its place). The furthest, not the latest: where one conversation
-        holds all of another (a fork, a retry from an earlier turn), each goes on from its own last request."""
+        (what `body` makes of it is remembered in its place), counted (`Remembered.count`). The furthest, not the
+        latest: where one conversation holds all of another (a fork, a retry from an earlier turn), each goes on
+        from its own last request."""
         entries = self._by_key.get(key) or ()
         # Longest first: the first that `body` continues is the furthest (the others fail at their first byte
         # that differs, or on length alone).
@@ -210,6 +260,7 @@ class HistoryMemory:
             added = entry.new_items(body)
             if added is not None:
                 self._drop(key, position)
+                entry.count()  # counted already unless no `release` came since it was remembered
                 return entry, added
         return None
 
@@ -217,6 +268,8 @@ class HistoryMemory:
         entries = self._by_key.setdefault(key, [])
         self._by_key.move_to_end(key)
         entries.insert(0, entry)
+        entry.held = True
+        self._uncounted.append(entry)
         self._count += 1
         self._bytes += entry.size
         if len(entries) > MAX_HISTORIES_PER_ROUTE:
@@ -229,6 +282,7 @@ class HistoryMemory:
         the cache dropped what one was repaired from."""
         for key in [key for key in self._by_key if isinstance(key, tuple) and key[:1] == (scope,)]:
             for entry in self._by_key.pop(key):
+                entry.held = False
                 self._count -= 1
                 self._bytes -= entry.size
                 self._dropped.append(entry)
@@ -239,6 +293,7 @@ class HistoryMemory:
         entry = entries.pop(position)
         if not entries:
             del self._by_key[key]
+        entry.held = False
         self._count -= 1
         self._bytes -= entry.size
         self._dropped.append(entry)

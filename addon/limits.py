@@ -149,8 +149,17 @@ PRUNE_STEP = 64
 
 
 # Requests the proxy remembers so that the next turn of their conversation is read from where they ended (see
-# addon/history.py), in all and per scope and route, and the bytes they may hold (each keeps the body the client
-# sent, and the one sent on when it was repaired): past either, the longest-idle conversation's turn is read whole.
+# addon/history.py), in all and per scope and route, and the bytes they may hold: the body the client sent, the one
+# sent on when it was repaired, and what was parsed and found of them, counted from above (a body of `[]`s parses to
+# over twenty times its bytes). Past either, the longest-idle conversation's turn is read whole.
 MAX_HISTORIES = 256
 MAX_HISTORIES_PER_ROUTE = 16
 MAX_HISTORY_BYTES = 128 * MiB
+
+# Memos of what a tool call's name and arguments hash to (addon/records.py), which a long history asks once per call
+# on every turn: calls of up to MEMO_KEY_CHARS characters in all (name, model and arguments), MEMO_ENTRIES of them per
+# memo; longer arguments (an agent writing a file sends megabytes) only while they and their hashes hold at most
+# MAX_MEMO_BYTES, the least recently asked dropped first. Other memos keep only keys of a few hundred bytes.
+MEMO_KEY_CHARS = 256
+MEMO_ENTRIES = 8192
+MAX_MEMO_BYTES = 8 * MiB

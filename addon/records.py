@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .limits import MAX_MEMO_BYTES, MEMO_ENTRIES, MEMO_KEY_CHARS
 
 
 def canonical_arguments(arguments: Any) -> str:
@@ -19,7 +24,6 @@ def canonical_arguments(arguments: Any) -> str:
     return _canonical_value(arguments)
 
 
-@lru_cache(maxsize=8192)
 def _canonical_text(arguments: str) -> str:
     try:
         value = orjson.loads(arguments)
@@ -49,7 +53,6 @@ def _canonical_value(value: Any) -> str:
             return repr(value)
 
 
-@lru_cache(maxsize=8192)
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -57,7 +60,9 @@ def _sha256(text: str) -> str:
 def arguments_digest(arguments: Any) -> str:
     """A tool call's arguments as the cache keeps them: a hash of their canonical spelling, never the text, which
     is the user's data and may hold anything (a key pasted into a shell command, say)."""
-    return _sha256(canonical_arguments(arguments))
+    text = canonical_arguments(arguments)
+    # Arguments sent as objects (Anthropic, Gemini, Bedrock) are spelled anew every turn, and hashed again.
+    return _remembered_digest(text) if len(text) <= MEMO_KEY_CHARS else _sha256(text)
 
 
 def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
@@ -65,20 +70,82 @@ def call_fingerprint(model: str | None, name: str, arguments: Any) -> str:
 
     Clients that rewrite tool call ids still send the same function and arguments back.
     """
-    if isinstance(arguments, str):  # as chat and Responses send them: a long history asks about each every turn
-        return _text_call_fingerprint(model, name, arguments)
-    return fingerprint_of(model, name, arguments_digest(arguments))
+    if not isinstance(arguments, str):
+        return fingerprint_of(model, name, arguments_digest(arguments))
+    # As chat and Responses send them: a long history asks about each call every turn, so the answers are remembered.
+    if len(arguments) + len(name) + len(model or "") <= MEMO_KEY_CHARS:
+        return _remembered_call_fingerprint(model, name, arguments)
+    return _remembered_long_call_fingerprint(model, name, arguments)
 
 
-@lru_cache(maxsize=8192)
 def _text_call_fingerprint(model: str | None, name: str, arguments: str) -> str:
     return fingerprint_of(model, name, arguments_digest(arguments))
 
 
-@lru_cache(maxsize=8192)
 def fingerprint_of(model: str | None, name: str, digest: str) -> str:
     """`call_fingerprint` of a call whose arguments are known by their digest."""
+    if len(name) + len(model or "") + len(digest) <= MEMO_KEY_CHARS:
+        return _remembered_fingerprint(model, name, digest)
+    return _fingerprint_of(model, name, digest)
+
+
+def _fingerprint_of(model: str | None, name: str, digest: str) -> str:
     return FINGERPRINT_PREFIX + _sha256("\0".join((model or "", name, digest)))
+
+
+class TextMemo:
+    """A function's answers for the texts it was asked about, the least recently asked forgotten first once the texts
+    and answers kept hold more than `most_bytes`: for texts a client makes as long as it likes (tool call arguments
+    of a file an agent writes), which a memo bounded by its count would hold without bound. A text that would take a
+    sixteenth of it on its own is not kept."""
+
+    __slots__ = ("_function", "_answers", "_most_bytes", "_bytes")
+
+    def __init__(self, function: Callable[..., str], most_bytes: int) -> None:
+        self._function = function
+        self._answers: OrderedDict[tuple[str | None, ...], str] = OrderedDict()
+        self._most_bytes = most_bytes
+        self._bytes = 0
+
+    def __call__(self, *key: str | None) -> str:
+        answers = self._answers
+        answer = answers.get(key)
+        if answer is not None:
+            answers.move_to_end(key)
+            return answer
+        answer = self._function(*key)
+        size = _memo_entry_size(key, answer)
+        if size <= self._most_bytes // 16:
+            answers[key] = answer
+            self._bytes += size
+            while self._bytes > self._most_bytes:
+                self._bytes -= _memo_entry_size(*answers.popitem(last=False))
+        return answer
+
+    @property
+    def size(self) -> int:
+        """The bytes its texts and answers hold."""
+        return self._bytes
+
+    def clear(self) -> None:
+        self._answers.clear()
+        self._bytes = 0
+
+
+def _memo_entry_size(key: tuple[str | None, ...], answer: str) -> int:
+    """The bytes a memo's entry holds: its texts (CPython's own sizes, which count each character as stored), its
+    answer, and the tuple, table slot and links that hold them."""
+    return _MEMO_ENTRY_BYTES + sum(map(sys.getsizeof, key)) + sys.getsizeof(answer)
+
+
+_MEMO_ENTRY_BYTES = 256
+# Calls and digests of usual size, by count (MEMO_KEY_CHARS characters at most in a key, MEMO_ENTRIES of them): the
+# C memo is the fastest there is, and a request of a long history asks it once per call. Longer calls by the bytes
+# they hold; longer digests not at all (hashing costs what a memo's lookup would: the hash of the text).
+_remembered_call_fingerprint = lru_cache(maxsize=MEMO_ENTRIES)(_text_call_fingerprint)
+_remembered_long_call_fingerprint = TextMemo(_text_call_fingerprint, MAX_MEMO_BYTES)
+_remembered_fingerprint = lru_cache(maxsize=MEMO_ENTRIES)(_fingerprint_of)
+_remembered_digest = lru_cache(maxsize=MEMO_ENTRIES)(_sha256)
 
 
 FINGERPRINT_PREFIX = "fp:"

@@ -72,7 +72,8 @@ def is_credential_header(name: str, also: frozenset[str] = frozenset()) -> bool:
     """Whether a request header carries a credential: a known name, one of `also` (lower case), or a name that
     says so ("x-myproxy-api-key", "x-gateway-token")."""
     # Asked of every header of every LLM request, and clients send the same few names: the answers for names of
-    # up to 64 characters are remembered (1,024 of them, at most 64 KiB however many names a client makes up).
+    # up to 64 characters are remembered (1,024 of them: under 0.5 MiB as Python holds them, however many names a
+    # client makes up).
     return _remembered_answer(name, also) if len(name) <= 64 else _is_credential_header(name, also)
 
 

@@ -25,6 +25,7 @@ import functools
 import hashlib
 import urllib.parse
 from dataclasses import dataclass, field
+from sys import getsizeof
 
 from mitmproxy import http
 from mitmproxy.net.http import url
@@ -129,13 +130,13 @@ def identity_of(caller: Caller, also: frozenset[str] = frozenset()) -> Identity:
         for name, value in (caller.query() if b"?" in caller.path else ())  # parsing costs
         if name.lower() in SECRET_QUERY_PARAMS
     )
-    size = sum(len(name) + len(value) for name, value in headers) + sum(len(n) + len(v) for n, v in query)
+    size = sum(getsizeof(name) + getsizeof(value) + _PAIR_BYTES for name, value in (*headers, *query))
     return (_remembered_identity if size <= _REMEMBERED_CREDENTIAL_BYTES else _identity)(headers, query)
 
 
 def _credential_places(names: tuple[bytes, ...], also: frozenset[str]) -> tuple[int, ...]:
     """Where among a request's header names the credentials are."""
-    if sum(map(len, names)) > _REMEMBERED_NAMES_BYTES:
+    if getsizeof(names) + sum(map(getsizeof, names)) > _REMEMBERED_NAMES_BYTES:
         return _find_credentials(names, also)
     return _remembered_places(names, also)
 
@@ -145,8 +146,9 @@ def _find_credentials(names: tuple[bytes, ...], also: frozenset[str]) -> tuple[i
 
 
 # A client sends the same header names in the same order request after request: where its credentials are among
-# them is remembered for the last 256 lists of names of up to 2 KiB together (at most about 1 MiB).
-_REMEMBERED_NAMES_BYTES = 2 * 1024
+# them is remembered for the last 256 lists of names that take up to 4 KiB as Python holds them (the tuple and each
+# name: some 80 names of usual length), about 2 MiB at most with the answers.
+_REMEMBERED_NAMES_BYTES = 4 * 1024
 _remembered_places = functools.lru_cache(maxsize=256)(_find_credentials)
 
 
@@ -178,11 +180,14 @@ def _identity(headers: tuple[tuple[bytes, bytes], ...], query: tuple[tuple[str, 
 
 # Every LLM request asks for its caller's identity on its way to the provider, and a client sends the same
 # credentials turn after turn: reading and hashing them again each time was the largest part of a request's check.
-# The last 256 sets of credentials of up to 8 KiB each (what real keys and tokens take, many times over) are
-# remembered, in this process's memory only: about 4 MiB at most (the values and the Identity made of them),
+# The last 256 sets of credentials that take up to 8 KiB each as Python holds them (what real keys and tokens take,
+# many times over; each name and value counts with the tuple that pairs them, so that a thousand tiny ones count for
+# what they hold) are remembered, in this process's memory only: about 6 MiB at most with the Identity made of each,
 # however many credentials a client makes up.
 _REMEMBERED_CREDENTIAL_BYTES = 8 * 1024
 _remembered_identity = functools.lru_cache(maxsize=256)(_identity)
+# What a credential's name and value take beside themselves: the tuple that pairs them and its place.
+_PAIR_BYTES = 128
 
 
 def request_scope(request: http.Request, also: frozenset[str] = frozenset()) -> Scope:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.sizes import record_size
 
 from tests.support.file_locks import dms_holders, record_locks
 from tests.support.redis_server import RedisServer
@@ -27,6 +28,7 @@ VENV_PYTHON = REPO / ".venv" / "bin" / "python"
 PYTHON = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
 
 DAY = 86400.0
+MiB = 1 << 20
 LIMITS = CacheLimits(max_age=DAY, max_entries=1000)
 SCOPE = "api.openai.com|cred:0123abcd"
 OTHER_SCOPE = "api.openai.com|cred:ffff9999"
@@ -498,6 +500,7 @@ import sys, time
 from pathlib import Path
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.sizes import record_size
 
 store = SQLiteStore(Path(sys.argv[1]), CacheLimits(max_age=86400.0, max_entries=1000))
 
@@ -696,7 +699,7 @@ def test_remembered_records_serve_only_the_scope_they_were_stored_under():
     from llm_reasoning_proxy.cache.remembered import RememberedRecords
 
     remembered = RememberedRecords()
-    remembered.add(7, 100.0, make_record(1), 10, SCOPE)
+    remembered.add(7, 100.0, make_record(1), SCOPE)
     assert remembered.split([7], 0.0, SCOPE) == ({7: make_record(1)}, [])
     assert remembered.split([7], 0.0, OTHER_SCOPE) == ({}, [7])  # read afresh: the store handed the id out again
     assert remembered.split([7], 200.0, SCOPE) == ({}, [])  # too old
@@ -780,13 +783,33 @@ def test_redis_with_a_password(tmp_path):
 def test_parsed_records_are_remembered_within_a_byte_bound_too():
     from llm_reasoning_proxy.cache.remembered import RememberedRecords
 
-    remembered = RememberedRecords(most=100, most_bytes=1000)
+    size = record_size(make_record())
+    remembered = RememberedRecords(most=100, most_bytes=3 * size + size // 2)
     for record_id in range(10):
-        remembered.add(record_id, 1.0, make_record(), 300)
+        remembered.add(record_id, 1.0, make_record())
     found, unread = remembered.split(range(10), 0.0)
-    assert sorted(found) == [7, 8, 9] and sorted(unread) == list(range(7))  # the newest 900 bytes
-    remembered.add(9, 1.0, make_record(), 300)  # the same record again is not counted twice
+    assert sorted(found) == [7, 8, 9] and sorted(unread) == list(range(7))  # the newest three
+    remembered.add(9, 1.0, make_record())  # the same record again is not counted twice
     assert sorted(remembered.split(range(10), 0.0)[0]) == [7, 8, 9]
+
+
+def test_remembered_records_count_what_their_values_hold_parsed():
+    """A record of nested lists holds some twenty times its stored bytes: it counts what it holds."""
+    from llm_reasoning_proxy.cache.remembered import RememberedRecords
+
+    dense = make_record(fields={"reasoning_details": [[] for _ in range(100_000)]})
+    stored = len(json.dumps(dense.model_dump()))
+    remembered = RememberedRecords(most=100, most_bytes=2 * MiB)
+    tracemalloc.start()
+    for record_id in range(8):
+        copy = ReasoningRecord.model_validate(json.loads(json.dumps(dense.model_dump())))
+        remembered.add(record_id, 1.0, copy)
+        del copy
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert stored < 2 * MiB // 4  # four such records would fit a bound of their stored bytes
+    assert held < 4 * MiB, held  # none is kept: each holds more than the bound on its own
+    assert remembered.split(range(8), 0.0)[0] == {}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
+import tracemalloc
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy import jsoncodec, make_addons
+from llm_reasoning_proxy.cache import CacheLimits, open_store
 from llm_reasoning_proxy.history import HistoryMemory, Remembered, list_bounds
 from llm_reasoning_proxy.hooks.annotate import META
 from llm_reasoning_proxy.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
 from llm_reasoning_proxy.scope import request_scope
+from llm_reasoning_proxy.sizes import action_size, parsed_size, record_size
 from mitmproxy import http
+from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow
 
 from tests.support.addon_context import addon_context
@@ -193,6 +198,22 @@ def test_a_refused_turn_is_not_resumed(addons: Any) -> None:
     assert len(made[0].history) == 0
 
 
+def test_the_plan_of_a_request_whose_answer_never_came_is_let_go_of(addons: Any) -> None:
+    """A repaired request's plan (the records it found, the arguments it asked about) waits for its answer, which it
+    explains if it is an error; a flow that ends without one (the client or the upstream hung up) lets it go. Before,
+    it stayed until 1,024 later plans pushed it out, whatever it held."""
+    made, _ = addons
+    store(made, "/v1/chat/completions", chat_record(0))
+    flow = make_flow("/v1/chat/completions", next(chat_turns(1, keep=False)))
+    made[1].request(flow)
+    assert flow.metadata[META].get("repaired")
+    flow.error = Error("client disconnected")
+    for addon in made:
+        if hasattr(addon, "error"):
+            addon.error(flow)
+    assert made[0].recall_plan(flow.id) is None
+
+
 # --- Responses ---------------------------------------------------------------------------------------------
 
 
@@ -277,7 +298,7 @@ def test_an_anthropic_session_is_read_turn_by_turn_as_it_would_be_whole(addons: 
 def test_the_end_of_the_list_is_found_in_any_spacing(body: bytes, last_item: bytes, after: bytes) -> None:
     bounds = list_bounds(body, "messages")
     assert bounds is not None
-    end, close = bounds
+    end, close, _ = bounds
     assert body[:end].endswith(last_item) and body[close:].startswith(after)
     assert body[end:close].strip() == b""
 
@@ -318,10 +339,10 @@ def test_the_memory_keeps_to_its_bounds_after_a_match_emptied_a_key() -> None:
 
 def test_the_memory_counts_what_a_request_made_beside_its_bytes() -> None:
     body = b'{"messages":[1]}'
-    entry = remembered(body)
-    bare = entry.size
-    entry.actions = [RepairAction("content_null", f"messages[{i}]", i) for i in range(1000)]
-    assert bare == len(body) and entry.size >= len(body) + 1000 * 100
+    bare = remembered(body).size
+    actions = [RepairAction("content_null", f"messages[{i}]", i) for i in range(1000)]
+    entry = dataclasses.replace(remembered(body), actions=actions, carried=sum(map(action_size, actions)))
+    assert bare < len(body) + 1000 and entry.size >= len(body) + 1000 * 100
     memory = HistoryMemory(max_bytes=50_000)
     memory.remember("a", entry)
     assert len(memory) == 0  # past the bound on its own
@@ -343,3 +364,124 @@ async def test_a_request_the_memory_drops_is_let_go_of_on_the_loops_next_turn() 
     assert dropped() is not None
     await asyncio.sleep(0)
     assert dropped() is None
+
+
+# --- what the memory holds ----------------------------------------------------------------------------------------
+
+
+def traced_while(make: Callable[[], Any]) -> tuple[Any, int]:
+    """What `make` returns, and the bytes of Python memory it left allocated (tracemalloc)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        made = make()
+        return made, tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def many(item: bytes, count: int = 20_000) -> bytes:
+    return b"[" + b",".join([item] * count) + b"]"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        many(b"[]"),
+        many(b"{}"),
+        many(b'{"a":0}'),
+        b"[" + b",".join(b'{"k%d":[]}' % n for n in range(20_000)) + b"]",
+        b"{" + b",".join(b'"k%d":0' % n for n in range(20_000)) + b"}",
+        many(b"1000"),
+        many(b"1.50"),  # kept as written: an object and its text
+        many(b'"ab"'),
+        many('"a\U0001f600"'.encode()),  # one character past U+FFFF: four bytes a character
+        many(b'"\\ud83d\\ude00"'),
+        many(b"[0]"),
+        many(b"1" * 4001, 50),  # wider than int() reads: kept as text
+        b'{"a":' * 400 + b"0" + b"}" * 400,
+        json.dumps(
+            {"tools": [{"type": "function", "function": {"name": f"t{n}", "parameters": {}}} for n in range(999)]}
+        ).encode(),
+    ],
+    ids=lambda text: text[:12].decode(errors="replace"),
+)
+def test_what_a_value_parses_to_is_never_more_than_its_text_says(text: bytes) -> None:
+    """`parsed_size` reads the bound off the text, which the history memory counts for what it keeps parsed of a
+    request: it is above what CPython really takes, for every shape of JSON that takes the most for its bytes."""
+    _, held = traced_while(lambda: jsoncodec.loads_exact(text))
+    assert held <= parsed_size(text)
+
+
+def test_records_and_repairs_are_counted_for_what_they_hold() -> None:
+    """Cache records as the stores parse them, and repairs with the flow comment's tally of them."""
+    texts = [responses_record(n).model_dump_json() for n in range(300)]
+    records, held = traced_while(lambda: [ReasoningRecord.model_validate_json(text) for text in texts])
+    assert held <= sum(map(record_size, records))
+
+    def repairs() -> list[RepairAction]:
+        made = [
+            RepairAction("restored", f"messages[{n}]", n, [f"field_{n}"], f"call_{n}", f"r{n}") for n in range(3000)
+        ]
+        ActionTally().add(made)  # a group each: the most a tally holds
+        return made
+
+    actions, held = traced_while(repairs)
+    assert held <= sum(map(action_size, actions))
+
+
+def held_by_memory(made: list[Any], send: Callable[[], Any]) -> tuple[int, int]:
+    """What the history memory says it holds after `send`, and what it really held: the Python memory let go of when
+    it forgets everything (the cache closed first, so that the records it parsed are the memory's alone)."""
+    runtime = made[0]
+    tracemalloc.start()
+    try:
+        send()
+        runtime.store.close()
+        runtime.store = None
+        gc.collect()
+        counted, before = runtime.history._bytes, tracemalloc.get_traced_memory()[0]
+        runtime.history.clear()
+        gc.collect()
+        return counted, before - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
+def test_the_memory_counts_what_a_request_parses_to_not_only_its_bytes(addons: Any) -> None:
+    """A request whose tools are 20,000 empty lists: 60 KB of a body, over a megabyte parsed (before, counted as its
+    60 KB: the bound of 128 MiB let the proxy hold 3 GB)."""
+    made, _ = addons
+    doc = next(chat_turns(1, keep=False)) | {"tools": [[]] * 20_000}
+
+    def send() -> None:
+        made[1].request(make_flow("/v1/chat/completions", doc))
+
+    counted, held = held_by_memory(made, send)
+    assert held > 1_000_000, held  # remembered, with what it parsed
+    assert counted >= held, (counted, held)
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["drops-state", "keeps-state"])
+def test_the_memory_counts_what_a_session_read_turn_by_turn_holds(addons: Any, tmp_path: Any, keep: bool) -> None:
+    """Each turn adds what it found and repaired to what the conversation carries on (records, repairs, ids)."""
+    made, _ = addons
+    settings = made[0].settings
+    # Written by another process's store: the proxy's parses them while the memory is measured.
+    writer = open_store(str(tmp_path / "cache.db"), CacheLimits(settings.cache_max_age, settings.cache_max_entries))
+    scope = request_scope(http.Request.make("POST", URL + "/v1/chat/completions", b"{}", HEADERS))
+    for i in range(40):
+        writer.put(str(scope), chat_record(i).keys(), chat_record(i))
+    writer.close()
+    resumed = []
+
+    def send() -> None:
+        for doc in chat_turns(40, keep=keep):
+            flow = make_flow("/v1/chat/completions", doc)
+            made[1].request(flow)
+            made[0].recall_plan(flow.id)  # as its answer does: the records are the memory's alone
+            resumed.append(bool(flow.metadata[META].get("resumed")))
+
+    counted, held = held_by_memory(made, send)
+    assert all(resumed[1:]) and held > 100_000, (resumed, held)
+    assert counted >= held, (counted, held)

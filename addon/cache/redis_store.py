@@ -126,7 +126,7 @@ class RedisStore:
                     continue
                 if stored_scope != scope:  # never so for what proxies wrote (ids are not reused), whatever Redis lost
                     continue
-                self._read.add(record_id, stored_at, record, len(raw), scope)
+                self._read.add(record_id, stored_at, record, scope)
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -151,7 +151,7 @@ class RedisStore:
                 pipe.execute()
 
         self._guard(write)
-        self._read.add(record_id, stored_at, record, len(raw), scope)
+        self._read.add(record_id, stored_at, record, scope)
 
     def delete(self, scope: str, keys: Sequence[str]) -> int:
         names = [_key_name(scope, key) for key in dict.fromkeys(keys)]

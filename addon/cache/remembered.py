@@ -15,12 +15,13 @@ from collections.abc import Iterable, Mapping
 from ..limits import MiB
 from ..records import ReasoningRecord
 from ..redact import masked_logger
+from ..sizes import record_size
 
 logger = masked_logger(__name__)
 
 RecordId = int | str  # SQLite's row ids, Redis's random ids
 MOST_REMEMBERED = 2048  # parsed records kept in memory per store (a few MB)
-MOST_REMEMBERED_BYTES = 64 * MiB  # and their stored size at most: records of up to 8 MiB make the count no bound
+MOST_REMEMBERED_BYTES = 64 * MiB  # and what they hold parsed: records of up to 8 MiB make the count no bound
 
 
 class RememberedRecords:
@@ -32,11 +33,11 @@ class RememberedRecords:
         self._bytes = 0
         self._records: OrderedDict[RecordId, tuple[float, str | None, ReasoningRecord, int]] = OrderedDict()
 
-    def add(
-        self, record_id: RecordId, stored_at: float, record: ReasoningRecord, size: int, scope: str | None = None
-    ) -> None:
-        """Remembers a record read or written under `scope`; `size` is its stored size in bytes."""
+    def add(self, record_id: RecordId, stored_at: float, record: ReasoningRecord, scope: str | None = None) -> None:
+        """Remembers a record read or written under `scope`, counted for what its parsed values hold (a record of
+        nested lists holds many times its stored bytes)."""
         self.drop(record_id)
+        size = record_size(record)
         self._records[record_id] = (stored_at, scope, record, size)
         self._bytes += size
         while self._records and (len(self._records) > self._most or self._bytes > self._most_bytes):

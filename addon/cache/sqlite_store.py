@@ -229,7 +229,7 @@ class SQLiteStore:
                 except (ValueError, ValidationError):
                     warn_unreadable(ids, record_id)
                     continue
-                self._read.add(record_id, stored_at, record, len(raw), scope)
+                self._read.add(record_id, stored_at, record, scope)
                 if stored_at >= oldest:
                     records[record_id] = record
         return by_key(ids, records)
@@ -281,7 +281,7 @@ class SQLiteStore:
             _rollback(self._db)
             raise
         self._forget_keys_if_changed()
-        self._read.add(record_id, stored_at, record, len(raw), scope)
+        self._read.add(record_id, stored_at, record, scope)
         for key in keys:
             self._remember_key(scope, key, record_id)
 

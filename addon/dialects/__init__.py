@@ -61,7 +61,8 @@ def _serving(host: str, path: str, model: str) -> Dialect | None:
 
 
 # Asked on every repaired turn, with what a client sends turn after turn: the answer is remembered for the last 256
-# requests' host, path and model of up to 1,024 characters together (each dialect's `serves` reads nothing else).
+# requests' host, path and model of up to 1,024 characters together (each dialect's `serves` reads nothing else):
+# under 1.5 MiB, even of characters past U+FFFF, which Python holds in four bytes each.
 _REMEMBERED_CHARS = 1024
 _remembered_serving = functools.lru_cache(maxsize=256)(_serving)
 

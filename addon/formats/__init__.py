@@ -22,7 +22,8 @@ _BY_NAME = {f.name: f for f in FORMATS}
 
 
 # A client calls the same few paths all session: the formats each routes to are remembered, for this many paths of
-# up to this many characters (a path is the client's to choose, so it may not grow the memory without bound).
+# up to this many characters (a path is the client's to choose, so it may not grow the memory without bound): under
+# 1 MiB for both memos, the paths and their answers as Python holds them.
 _REMEMBERED_PATHS = 256
 _REMEMBERED_PATH_CHARS = 512
 

@@ -120,6 +120,7 @@ class RequestRepair:
 
     def error(self, flow: http.HTTPFlow) -> None:
         self.runtime.answered(flow.id, refused=False)
+        self.runtime.recall_plan(flow.id)  # no answer will come to explain: what it holds of the request goes
 
     def _describe(self, meta: dict[str, Any], caller: Caller) -> tuple[Identity, Scope, bool]:
         """Writes whose request it is into its flow's entry: the scope its answer's reasoning is filed under."""

@@ -3,7 +3,7 @@ with a turn's new items instead of the whole body, and what it remembers of each
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,8 +24,9 @@ from ..history import (
     written_items,
 )
 from ..plans import RepairPlan, plan_repair
-from ..records import ActionTally, RepairAction
+from ..records import ActionTally, ReasoningRecord, RepairAction
 from ..scope import Scope
+from ..sizes import action_size, record_size, strings_size
 
 # Repairs that take items or values out: their places count the items as the client sent them, which a turn read
 # from where the last one ended does not know.
@@ -103,6 +104,13 @@ def _pending(reading: Reading, doc: Any, model: str | None, start: int, plan: Re
     return pending
 
 
+def _found_size(found: Mapping[str, ReasoningRecord]) -> int:
+    """The bytes the keys of `found` hold, with their records (each counted once here; one a later turn finds again
+    under another key counts again: a bound from above)."""
+    records = {id(record): record for record in found.values()}
+    return strings_size(found) + sum(map(record_size, records.values()))
+
+
 def remember_whole(
     memory: HistoryMemory,
     reading: Reading,
@@ -123,25 +131,34 @@ def remember_whole(
     if bounds is None or (plan.actions and sent is None):
         return sent
     items = doc[key]
+    actions, found, mismatched = plan.actions, dict(plan.cache.found), dict(plan.cache.mismatched)
+    used_ids = {record.response_id for record in plan.cache.used}
+    unique_ids = {name for item in items for name in wire_format.resume.unique_ids(item)}
+
+    def carried() -> int:
+        parsed = bounds.others_size() + sum(map(action_size, actions)) + _found_size(found)
+        return parsed + strings_size(used_ids) + strings_size(mismatched) + strings_size(unique_ids)
+
     memory.remember(
         reading.key,
         Remembered(
             body=body,
-            items_end=bounds[0],
-            tail=body[bounds[1] :],
+            items_end=bounds.items_end,
+            tail=body[bounds.close :],
             model=model,
             others={name: value for name, value in doc.items() if name != key},
             window=items[-1:],
             sent_count=len(items),
             sent=sent,
-            actions=plan.actions,
+            actions=actions,
             tally=tally,
-            found=dict(plan.cache.found),
+            found=found,
             used=list(plan.cache.used),
-            used_ids={record.response_id for record in plan.cache.used},
-            mismatched=dict(plan.cache.mismatched),
+            used_ids=used_ids,
+            mismatched=mismatched,
             pending=_pending(reading, doc, model, max(0, len(items) - _RECENT_ITEMS), plan),
-            unique_ids={name for item in items for name in wire_format.resume.unique_ids(item)},
+            unique_ids=unique_ids,
+            uncounted=carried,
         ),
     )
     return sent
@@ -211,12 +228,21 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     # is forgotten (HistoryMemory.match). An earlier turn's plan, kept to explain an error, then sees later turns'
     # records beside its own; it drops only those its own repairs inserted (RepairPlan.cache_entries).
     found, used, mismatched = entry.found, entry.used, entry.mismatched
+    new_found = {key: record for key, record in plan.cache.found.items() if found.get(key) is not record}
+    new_mismatched = [key for key in plan.cache.mismatched if key not in mismatched]
     found.update(plan.cache.found)
     mismatched.update(plan.cache.mismatched)
+    new_used = []
     for record in plan.cache.used:
         if record.response_id not in entry.used_ids:
             entry.used_ids.add(record.response_id)
             used.append(record)
+            new_used.append(record.response_id)
+
+    def added() -> int:
+        parsed = sum(map(action_size, fresh)) + _found_size(new_found)
+        return parsed + strings_size(unique_ids) + strings_size(new_mismatched) + strings_size(new_used)
+
     earlier_by_kind = dict(entry.tally.by_kind)  # the tally goes on with this turn's repairs
     tally = entry.tally.add(fresh)
     memory.remember(
@@ -238,6 +264,8 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
             mismatched=mismatched,
             pending=_pending(reading, doc, entry.model, len(window), plan),
             unique_ids=entry.unique_ids,
+            carried=entry.carried,
+            uncounted=added,
         ),
     )
     context = plan.context
