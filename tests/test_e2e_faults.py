@@ -724,33 +724,28 @@ def test_a_cache_far_over_its_limit_is_pruned_while_the_proxy_serves(
         assert db.execute(strays).fetchone() == (0,)
 
 
+def _sqlite_loop(statement: str, pause: float) -> str:
+    """A program that opens the cache, runs `statement` and closes it again until the stop file exists, then
+    prints how often it did."""
+    return f"""
+import sqlite3, sys, time
+from pathlib import Path
+cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
+while not stop.exists():
+    db = sqlite3.connect(cache, timeout=30)
+    db.execute({statement!r}).fetchone()
+    db.close()
+    runs += 1
+    time.sleep({pause})
+print(runs)
+"""
+
+
 CHURN = {
     # Opens the cache, reads it and closes it, as a second proxy starting, the sqlite3 shell or a script would.
-    "opener": """
-import sqlite3, sys, time
-from pathlib import Path
-cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
-while not stop.exists():
-    db = sqlite3.connect(cache, timeout=30)
-    db.execute("SELECT count(*) FROM records").fetchone()
-    db.close()
-    runs += 1
-    time.sleep(0.002)
-print(runs)
-""",
+    "opener": _sqlite_loop("SELECT count(*) FROM records", 0.002),
     # Moves the WAL into the database and truncates it, whenever no reader is in the way.
-    "checkpointer": """
-import sqlite3, sys, time
-from pathlib import Path
-cache, stop, runs = sys.argv[1], Path(sys.argv[2]), 0
-while not stop.exists():
-    db = sqlite3.connect(cache, timeout=30)
-    db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-    db.close()
-    runs += 1
-    time.sleep(0.005)
-print(runs)
-""",
+    "checkpointer": _sqlite_loop("PRAGMA wal_checkpoint(TRUNCATE)", 0.005),
     # Backs the cache up with the sqlite3 shell, as a cron job would.
     "backup": """
 import subprocess, sys
