@@ -28,6 +28,9 @@ def issue_certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: b
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=1))
         .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        # Python 3.13's default context checks certificates strictly (VERIFY_X509_STRICT): a key identifier each.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False)
     )
     if ca:
         builder = builder.add_extension(
