@@ -27,10 +27,12 @@ _ACTION_BYTES = 384
 
 def parsed_size(text: bytes) -> int:
     """At most the bytes `jsoncodec.loads_exact(text)` holds, read off the text without parsing it: a value or key for
-    each `,`, `:`, `[` and `{` and one more, and each character of the text a byte (four where it is not all ASCII:
-    one character past U+FFFF makes CPython store each character of its string in four)."""
+    each `,`, `:`, `[` and `{` and one more, and each character of the text a byte (four where it is not all ASCII
+    or holds a `\\u` escape: one character past U+FFFF makes CPython store each character of its string in four)."""
     marks = len(text) - len(text.translate(None, b",:[{"))
-    return (1 if text.isascii() else 4) * len(text) + VALUE_BYTES * (marks + 1)
+    # An escape (`\u4e00`, `\ud83d\ude00`) makes an ASCII text parse to a string of two or four bytes a character.
+    wide = not text.isascii() or b"\\u" in text
+    return (4 if wide else 1) * len(text) + VALUE_BYTES * (marks + 1)
 
 
 def held_size(value: Any) -> int:

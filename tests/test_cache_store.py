@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sqlite3
@@ -941,3 +942,50 @@ def test_sqlite_remembers_where_long_keys_led_only_by_asking_again(tmp_path):
         assert store.get_many(SCOPE, [long_key]) == {}
     finally:
         store.close()
+
+
+async def test_the_upkeep_prunes_every_store(backend):
+    from types import SimpleNamespace
+
+    from llm_reasoning_proxy.hooks.upkeep import PAUSE, CacheUpkeep
+
+    clock = FakeClock(1000.0)
+    store = backend(CacheLimits(max_age=100.0, max_entries=1000), clock)
+    store.put(SCOPE, ["old"], make_record(1))
+    store.put_origins(ORIGIN_X, ["d"])
+    clock.now = 1200.0
+    upkeep = CacheUpkeep(SimpleNamespace(store=store))
+    try:
+        assert await upkeep.step() == PAUSE
+    finally:
+        upkeep.done()
+    assert store.prune() == 0  # the upkeep's step dropped it
+    assert store.get_origins(["d"]) == {}
+
+
+def test_redis_tls_failing_after_startup_is_an_outage_not_a_stop(tmp_path, caplog):
+    """A certificate that expired or was replaced while the proxy runs: paused and said once, as an outage, never a
+    fresh handshake and a failure on every request."""
+    import ssl
+
+    import redis as redis_py
+    from llm_reasoning_proxy.cache import StoreUnavailable
+
+    server = RedisServer(tmp_path).start()
+    store = RedisStore(server.url(), LIMITS)
+    try:
+
+        def untrusted() -> None:
+            try:
+                raise ssl.SSLCertVerificationError(1, "certificate verify failed")
+            except ssl.SSLError as e:
+                raise redis_py.ConnectionError("Error connecting") from e
+
+        with caplog.at_level(logging.WARNING):
+            for _ in range(3):
+                with pytest.raises(StoreUnavailable):
+                    store._guard(untrusted)
+        assert len([r for r in caplog.records if "unavailable" in r.getMessage()]) == 1
+    finally:
+        store.close()
+        server.stop()

@@ -3,6 +3,7 @@ so that a prune step reads only what it drops, and the upkeep addon takes such s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 from pathlib import Path
@@ -228,3 +229,33 @@ def test_a_step_after_the_store_closed_does_nothing(tmp_path: Path) -> None:
         assert rows(reopened, "records") == 10
     finally:
         reopened.close()
+
+
+def test_a_file_an_older_proxy_opened_since_opens_again(tmp_path: Path) -> None:
+    """A proxy of schema 4 sharing the file writes version 4 back over the tables of 5: the next proxy of 5 opens it
+    as it is, counting its rows once more."""
+    fill(tmp_path / "c.db", 5)
+    with contextlib.closing(sqlite3.connect(tmp_path / "c.db")) as db:
+        db.execute("PRAGMA user_version = 4")
+        db.execute("UPDATE tallies SET count = 0")  # whatever it left there
+    store = SQLiteStore(tmp_path / "c.db", CacheLimits(max_age=DAY, max_entries=1000), clock=lambda: NOW)
+    try:
+        assert (tally(store, "records"), tally(store, "origins")) == (5, 5)
+        assert store._db.execute("PRAGMA user_version").fetchone() == (5,)
+    finally:
+        store.close()
+
+
+def test_opening_a_file_of_this_schema_counts_no_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fill(tmp_path / "c.db", 5)
+    ran: list[str] = []
+    connect = sqlite3.connect
+
+    def traced(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        connection.set_trace_callback(ran.append)
+        return connection
+
+    monkeypatch.setattr(sqlite3, "connect", traced)
+    SQLiteStore(tmp_path / "c.db", CacheLimits(max_age=DAY, max_entries=1000), clock=lambda: NOW).close()
+    assert ran and not [statement for statement in ran if "count(*)" in statement]

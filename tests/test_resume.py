@@ -397,6 +397,8 @@ def many(item: bytes, count: int = 20_000) -> bytes:
         many(b'"ab"'),
         many('"a\U0001f600"'.encode()),  # one character past U+FFFF: four bytes a character
         many(b'"\\ud83d\\ude00"'),
+        b'"' + b"a" * 1_000_000 + b'\\u4e00"',  # one escape makes a long ASCII text a string of two bytes a character
+        b'"' + b"a" * 1_000_000 + b'\\ud83d\\ude00"',  # and of four
         many(b"[0]"),
         many(b"1" * 4001, 50),  # wider than int() reads: kept as text
         b'{"a":' * 400 + b"0" + b"}" * 400,
@@ -485,3 +487,22 @@ def test_the_memory_counts_what_a_session_read_turn_by_turn_holds(addons: Any, t
     counted, held = held_by_memory(made, send)
     assert all(resumed[1:]) and held > 100_000, (resumed, held)
     assert counted >= held, (counted, held)
+
+
+def test_a_call_like_an_earlier_one_gets_nothing_of_its_reasoning_when_read_from_memory(addons: Any) -> None:
+    """A later call with the name and arguments of an earlier one whose capture is in: the earlier call's record is
+    the earlier call's, found by its id in the part of the request the memory does not read again."""
+    made, _ = addons
+    store(made, "/v1/chat/completions", chat_record(0))
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
+    messages += [{"role": "assistant", "content": None, "tool_calls": [chat_call(0)]}]
+    messages += [{"role": "tool", "tool_call_id": "call_0", "content": "r0"}]
+    both_ways(made, "/v1/chat/completions", {"model": MODEL, "messages": list(messages), "stream": True})
+    like_it = chat_call(0) | {"id": "call_B"}
+    messages += [{"role": "assistant", "content": None, "tool_calls": [like_it]}]
+    messages += [{"role": "tool", "tool_call_id": "call_B", "content": "rB"}]
+    resumed, whole = both_ways(made, "/v1/chat/completions", {"model": MODEL, "messages": messages, "stream": True})
+    for flow in (resumed, whole):
+        sent = json.loads(flow.request.content)["messages"]
+        assert sent[2]["reasoning_opaque"] == chat_record(0).fields["reasoning_opaque"]
+        assert "reasoning_opaque" not in sent[4]

@@ -68,13 +68,16 @@ class MemoryStore:
 
     def prune(self, most: int = PRUNE_STEP) -> int:
         """Drops at most `most` records past the age limit (and as many origins), from the oldest on: both are kept
-        oldest first, so a step reads only what it drops. The count limit holds on every put."""
+        oldest first, so a step reads only what it drops. The count limit holds on every put. Returns the larger of
+        the records and the origins dropped."""
         oldest = self._clock() - self._limits.max_age
-        for _ in range(most):
-            digest = next(iter(self._origins), None)
-            if digest is None or max(self._origins[digest].values()) >= oldest:
+        origins = 0
+        while origins < most and self._origins:
+            digest = next(iter(self._origins))
+            if max(self._origins[digest].values()) >= oldest:
                 break
             del self._origins[digest]
+            origins += 1
         removed = 0
         while removed < most and self._records:
             record_id, (stored_at, _, _) = next(iter(self._records.items()))
@@ -82,7 +85,7 @@ class MemoryStore:
                 break
             self._drop(record_id)
             removed += 1
-        return removed
+        return max(removed, origins)
 
     def _drop(self, record_id: int) -> None:
         _, _, scoped = self._records.pop(record_id)

@@ -75,6 +75,8 @@ def display_url(url: str) -> str:
 
 
 class RedisStore:
+    prunes_in_a_thread = False  # its prune forgets the records it remembers, which lookups read
+
     def __init__(self, url: str, limits: CacheLimits, clock: Callable[[], float] = time.time) -> None:
         self.description = display_url(url)
         self._limits = limits
@@ -195,8 +197,9 @@ class RedisStore:
 
     def prune(self, most: int = PRUNE_STEP) -> int:
         """Forgets at most `most` records past the age limit or the oldest past the count limit, and as many origins;
-        returns records dropped. Each index is sorted by storing time, so a step reads only what it drops."""
-        self._guard(lambda: self._oldest(PREFIX + "origins", most, drop=_origin_name))
+        returns the larger of the records and the origins dropped. Each index is sorted by storing time, so a step
+        reads only what it drops."""
+        origins = len(self._guard(lambda: self._oldest(PREFIX + "origins", most, drop=_origin_name)))
 
         def trim() -> int:
             doomed = self._oldest(LAYOUT + "records", most)
@@ -214,7 +217,7 @@ class RedisStore:
                 pipe.execute()
             return len(doomed)
 
-        return self._guard(trim)
+        return max(origins, self._guard(trim))
 
     def _oldest(self, index: str, most: int, drop: Callable[[str], str] | None = None) -> list[str]:
         """Up to `most` members of a sorted index that are past the age limit or the oldest past the count limit
@@ -245,7 +248,9 @@ class RedisStore:
             # A wrong or missing password is configuration, not an outage: said at startup, never retried quietly.
             raise StoreError(f"Redis at {self.description} refused the credentials: {e}") from e
         except (redis.ConnectionError, redis.TimeoutError) as e:
-            mistake = _tls_mistake(e) or (self._scheme_mistake(e) if starting else None)
+            # At startup a TLS or scheme mistake is configuration, said in one line. Later (a certificate that
+            # expired or was replaced) it is an outage: paused, said once, tried again.
+            mistake = (_tls_mistake(e) or self._scheme_mistake(e)) if starting else None
             if mistake is not None:
                 raise StoreError(f"Redis at {self.description}: {mistake}") from e
             self._pause = min(self._pause * 2, LONGEST_PAUSE) if self._pause else FIRST_PAUSE

@@ -95,7 +95,7 @@ _UPKEEP = (
 _KEYS_PER_QUERY = 500
 _WAL_PAGES_WITHOUT_UPKEEP = 10_000  # SQLite's default is 1,000 (4 MB)
 _REMEMBERED_KEYS = 16384  # (scope, key) -> record id or None, valid while no other process writes
-# Only keys this long with their scope are remembered (a provider's tool call ids and the fingerprints are under 100
+# Only ASCII keys this long with their scope are remembered (a provider's tool call ids and the fingerprints are under 100
 # characters, a scope's host and hash about as long): a client names the ids and the host it sends, and 16,384 keys
 # of a megabyte each would be 16 GB. Longer ones are looked up each time.
 _REMEMBERED_KEY_CHARS = 512
@@ -178,15 +178,18 @@ class SQLiteStore:
                     self._db.execute(f"DROP TABLE IF EXISTS {table}")
             for statement in _TABLES:
                 self._db.execute(statement)
-            if version < SCHEMA_VERSION:
-                # Counted once, here (from 4, a file that may hold a million entries: a fraction of a second).
-                self._db.execute("DROP TABLE IF EXISTS tallies")
-            if version == 4:  # its records have no scope: they are never handed out, and age away
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(records)")}
+            if "scope" not in columns:  # schema 4's records: never handed out, they age away
                 self._db.execute("ALTER TABLE records ADD COLUMN scope TEXT NOT NULL DEFAULT ''")
+            if version < SCHEMA_VERSION:
+                # Counted here only (a file of a million entries: a fraction of a second), when the file comes from
+                # schema 4, or from a proxy of that version that opened it since (it writes version 4 back).
+                self._db.execute("DROP TABLE IF EXISTS tallies")
             for statement in _UPKEEP:
                 self._db.execute(statement)
-            for table in ("records", "origins"):
-                self._db.execute(f"INSERT OR IGNORE INTO tallies (name, count) SELECT '{table}', count(*) FROM {table}")
+            counted = {name for (name,) in self._db.execute("SELECT name FROM tallies")}
+            for table in {"records", "origins"} - counted:
+                self._db.execute(f"INSERT INTO tallies (name, count) SELECT '{table}', count(*) FROM {table}")
             self._db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             self._db.execute("COMMIT")
         except BaseException:
@@ -251,7 +254,7 @@ class SQLiteStore:
         self._seen_header = header
 
     def _remember_key(self, scope: str, key: str, record_id: int | None) -> None:
-        if len(scope) + len(key) > _REMEMBERED_KEY_CHARS:
+        if len(scope) + len(key) > _REMEMBERED_KEY_CHARS or not key.isascii():
             self._keys.pop((scope, key), None)  # a key that led elsewhere before must not lead there now
             return
         self._keys[(scope, key)] = record_id
@@ -354,7 +357,8 @@ class SQLiteStore:
 
     def prune(self, most: int = PRUNE_STEP) -> int:
         """Drops at most `most` records past the age and count limits, oldest first, and as many origins, then
-        checkpoints the WAL as far as no reader is in the way; returns the records dropped.
+        checkpoints the WAL as far as no reader is in the way; returns the larger of the records and the origins it
+        dropped (a step that dropped `most` of either leaves more to drop).
 
         A step reads only what it drops (the stored_at indexes, the tallies). It runs on a connection of its own and
         touches nothing else of the store, so the proxy runs it in a thread of its own (addon/hooks/upkeep.py):
@@ -365,12 +369,13 @@ class SQLiteStore:
                 return 0
             if self._upkeep_db is None:
                 self._upkeep_db = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+                self._upkeep_db.execute("PRAGMA synchronous=NORMAL")
             db = self._upkeep_db
             oldest = self._clock() - self._limits.max_age
             db.execute("BEGIN IMMEDIATE")
             try:
                 removed = self._drop_oldest(db, "records", "id", oldest, most)
-                self._drop_oldest(db, "origins", "digest, origin", oldest, most)
+                removed = max(removed, self._drop_oldest(db, "origins", "digest, origin", oldest, most))
                 db.execute("COMMIT")
             except BaseException:
                 _rollback(db)

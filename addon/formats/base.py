@@ -68,6 +68,9 @@ class CacheView:
     model: str | None
     mismatched: dict[str, str | None] = field(default_factory=dict)  # key -> model the record came from
     used: list[ReasoningRecord] = field(default_factory=list)  # records handed out, for self-healing
+    # The ids of captured calls a call of the request was given by name and arguments: a turn read from memory
+    # (hooks/resume.py) checks them against the ids found earlier in the conversation, which it does not look up.
+    by_name: list[str] = field(default_factory=list)
     _used_ids: set[int] = field(default_factory=set)
     _calls: dict[tuple[Any, ...], CallHit | None] = field(default_factory=dict)  # repairs ask about a call repeatedly
 
@@ -95,6 +98,8 @@ class CacheView:
                     # reasoning a wrong one.
                     continue
                 hit = CallHit(record, captured, "fingerprint" if by_content else "id")
+                if by_content:
+                    self.by_name.append(captured.id)
                 break
         if memo[2] is not None:
             self._calls[memo] = hit

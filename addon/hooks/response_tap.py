@@ -223,6 +223,8 @@ class ResponseTap:
         self._decoder = None
         self._backlog = []
         self.reader = self._skippable = None  # the reader's method holds the reader
+        self._on_finish = None  # and these the flow, which holds the tap
+        self._guard = nullcontext
 
     def _frames_ended(self, frames: FrameEvents) -> None:
         self._unreadable_frames = frames.unreadable

@@ -205,6 +205,8 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     plan = reading.plan(doc, entry.model)
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None
+    if any(captured in entry.found for captured in plan.cache.by_name):
+        return None  # a call given by name and arguments what an earlier call has by its own id: read it whole
     items = doc[key]
     unique_ids = [name for item in items[len(window) :] for name in rules.unique_ids(item)]
     if not entry.unique_ids.isdisjoint(unique_ids):
