@@ -17,7 +17,7 @@ With --cache-sizes it times turns against the size of the cache instead (tests/s
 CONVERSATIONS conversations (300 unless given), CONCURRENCY at a time, through a proxy opened on a cache of each
 size, and prints each size's p99 next to the empty cache's:
 
-    scripts/load --cache-sizes 0,100000,1000000 [--conversations 300] [--turns 3] [--concurrency 4]
+    scripts/load --cache-sizes 0,100000,1000000,0 [--conversations 300] [--turns 3] [--concurrency 4]
 """
 
 from __future__ import annotations
