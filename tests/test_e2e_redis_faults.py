@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,6 +49,24 @@ def conversation(first: MitmdumpProcess, first_log: Path, second: MitmdumpProces
         return False
 
 
+def until_it_reaches_redis(proxy_process: MitmdumpProcess, log: Path) -> None:
+    """Sends lookups (turn 2 of a conversation nobody had: nothing is written) through a proxy until it reaches Redis
+    again: a proxy that found Redis gone lets it be for a short pause before it tries again."""
+    call = {"id": f"call_{uuid.uuid4().hex[:20]}", "type": "function"}
+    call["function"] = {"name": "list_directory", "arguments": '{"path": "probe"}'}
+    messages = history_as_sent({"tool_calls": [call]}, drop=(), content=None)
+    deadline = time.monotonic() + 60
+    while True:
+        tail = LogTail(log)
+        try:
+            second_turn(client(proxy_process.url, f"sk-probe-{uuid.uuid4().hex}"), GEMINI, messages, stream=False)
+        except openai.BadRequestError:
+            pass  # the provider's 400 for the missing value: the lookup was made
+        if not any("cache unavailable" in event.get("reason", "") for event in tail.events("skipped")):
+            return
+        assert time.monotonic() < deadline, "the proxy never reached the restarted Redis"
+
+
 def foreign_reasoning(fake: FakeProvider, api_key: str) -> list[str]:
     """The reasoning values that requests made with `api_key` carried to the provider but that no answer to a request
     made with it ever issued: another account's."""
@@ -74,6 +93,8 @@ def test_a_redis_restarted_empty_never_sends_one_accounts_reasoning_with_another
         assert conversation(a, log, b, accounts[0])
         own_redis.stop()
         own_redis.start()  # without its data
+        for process, process_log in ((a, log), (b, tmp_path / "b.jsonl")):
+            until_it_reaches_redis(process, process_log)
         # Account 2's capture is the first record written to the empty Redis.
         repaired = conversation(a, log, b, accounts[1])
     for api_key in accounts:

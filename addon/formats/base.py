@@ -68,8 +68,9 @@ class CacheView:
     model: str | None
     mismatched: dict[str, str | None] = field(default_factory=dict)  # key -> model the record came from
     used: list[ReasoningRecord] = field(default_factory=list)  # records handed out, for self-healing
-    # The ids of captured calls a call of the request was given by name and arguments: a turn read from memory
-    # (hooks/resume.py) checks them against the ids found earlier in the conversation, which it does not look up.
+    # The ids of captured calls a call with another id of its own was given by name and arguments: a turn read from
+    # memory (hooks/resume.py) checks them against the ids found earlier in the conversation, which it does not look
+    # up again.
     by_name: list[str] = field(default_factory=list)
     _used_ids: set[int] = field(default_factory=set)
     _calls: dict[tuple[Any, ...], CallHit | None] = field(default_factory=dict)  # repairs ask about a call repeatedly
@@ -91,14 +92,16 @@ class CacheView:
                 if captured is None:
                     continue
                 by_content = key.startswith(FINGERPRINT_PREFIX)
-                if by_content and captured.id != call_id and captured.id in self.found:
-                    # The captured call is in this request under its own id: this is another call with the same
-                    # name and arguments (a later turn whose capture is not in yet), not that one with its id
-                    # rewritten. Its reasoning belongs to the other: a miss is the provider's own error, that
-                    # reasoning a wrong one.
+                # A call with an id of its own, given by name and arguments the record of a call that is in this
+                # request under its own id, is another call with the same name and arguments (a later turn whose
+                # capture is not in yet), not that one with its id rewritten: that reasoning would be a wrong one,
+                # a miss is the provider's own error. A call whose id the client dropped has nothing else to go by
+                # (Gemini checks only the current turn's signatures, and the latest capture holds the fingerprint).
+                other_call = by_content and call_id and captured.id != call_id
+                if other_call and captured.id in self.found:
                     continue
                 hit = CallHit(record, captured, "fingerprint" if by_content else "id")
-                if by_content:
+                if other_call:
                     self.by_name.append(captured.id)
                 break
         if memo[2] is not None:
