@@ -33,7 +33,7 @@ def _load_package() -> types.ModuleType:
 try:
     addons = _load_package().make_addons()
 except ImportError as e:
-    from llm_reasoning_proxy.startup import MissingDependency, is_missing_dependency
+    from llm_reasoning_proxy.shared.startup import MissingDependency, is_missing_dependency
 
     if not is_missing_dependency(e):  # a mistake in the addon itself: mitmproxy shows its traceback
         raise

@@ -106,16 +106,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
-from llm_reasoning_proxy import compat, formats, jsoncodec  # noqa: E402
-from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore  # noqa: E402
-from llm_reasoning_proxy.events import Repaired, fit_line, loggable_actions  # noqa: E402
-from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse  # noqa: E402
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions  # noqa: E402
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap  # noqa: E402
-from llm_reasoning_proxy.plans import plan_repair  # noqa: E402
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, summarize_actions  # noqa: E402
-from llm_reasoning_proxy.repair_log import RepairMemory  # noqa: E402
-from llm_reasoning_proxy.scope import credential_fingerprint, request_scope  # noqa: E402
+from llm_reasoning_proxy import wire as formats
+from llm_reasoning_proxy.answer.tap import ResponseTap
+from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
+from llm_reasoning_proxy.request.plans import plan_repair
+from llm_reasoning_proxy.request.repair_log import RepairMemory
+from llm_reasoning_proxy.shared import compat, jsoncodec
+from llm_reasoning_proxy.shared.events import Repaired, fit_line, loggable_actions
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, summarize_actions
+from llm_reasoning_proxy.shared.scope import credential_fingerprint, request_scope
+from llm_reasoning_proxy.wire.bedrock_converse.format import BedrockConverse
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http  # noqa: E402
 
 from scripts import bench_peers  # noqa: E402

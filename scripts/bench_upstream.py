@@ -20,7 +20,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from llm_reasoning_proxy.event_stream import MEDIA_TYPE, event_frame
+from llm_reasoning_proxy.wire.event_stream import MEDIA_TYPE, event_frame
 
 SMALL = json.dumps(
     {

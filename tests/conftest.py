@@ -35,7 +35,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_report_header() -> str:
-    from llm_reasoning_proxy import __version__, compat
+    from llm_reasoning_proxy import __version__
+    from llm_reasoning_proxy.shared import compat
 
     return f"llm-reasoning-proxy {__version__} on {compat.runtime()}"
 

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy import jsoncodec
 from llm_reasoning_proxy.cache.base import CacheLimits
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
-from llm_reasoning_proxy.formats import CacheView, RepairContext, claim
-from llm_reasoning_proxy.formats.anthropic import AnthropicMessages
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, canonical_arguments
-from llm_reasoning_proxy.sse_parser import SSEEvent
+from llm_reasoning_proxy.shared import jsoncodec
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, canonical_arguments
+from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
+from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
+from llm_reasoning_proxy.wire.sse import SSEEvent
 
 from tests.support import capture
 

@@ -9,15 +9,15 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy import formats
+from llm_reasoning_proxy import wire as formats
+from llm_reasoning_proxy.answer.tap import read_recorded
 from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.dialects.bedrock import bedrock_route
-from llm_reasoning_proxy.event_stream import event_frame
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse
-from llm_reasoning_proxy.hooks.response_tap import read_recorded
-from llm_reasoning_proxy.limits import MAX_CONTENT_BLOCKS
-from llm_reasoning_proxy.records import ReasoningRecord
+from llm_reasoning_proxy.shared.limits import MAX_CONTENT_BLOCKS
+from llm_reasoning_proxy.shared.records import ReasoningRecord
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.bedrock_converse.format import BedrockConverse
+from llm_reasoning_proxy.wire.event_stream import event_frame
 
 from tests.support import capture
 from tests.support.aws_frames import by_hand

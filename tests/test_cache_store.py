@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.sizes import record_size
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.sizes import record_size
 
 from tests.support.file_locks import dms_holders, record_locks
 from tests.support.redis_server import RedisServer
@@ -500,8 +500,8 @@ CHILD_PRELUDE = """
 import sys, time
 from pathlib import Path
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.sizes import record_size
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.sizes import record_size
 
 store = SQLiteStore(Path(sys.argv[1]), CacheLimits(max_age=86400.0, max_entries=1000))
 
@@ -814,7 +814,7 @@ def test_remembered_records_count_what_their_values_hold_parsed():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# origins: which host, account and model issued a value (addon/provenance.py)
+# origins: which host, account and model issued a value (addon/answer/provenance.py)
 
 ORIGIN_X = '["api.anthropic.com:443|acct","claude-x"]'
 ORIGIN_Y = '["api.anthropic.com:443|acct","claude-y"]'

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore, StoreUnavailable
 from llm_reasoning_proxy.hooks.upkeep import CATCH_UP_PAUSE, PAUSE, CacheUpkeep
-from llm_reasoning_proxy.limits import PRUNE_STEP
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.limits import PRUNE_STEP
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 
 from tests.support.cache_fill import fill_cache
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.formats import by_name
-from llm_reasoning_proxy.formats.gemini import text_key
+from llm_reasoning_proxy.wire import by_name
+from llm_reasoning_proxy.wire.gemini.format import text_key
 
 from tests.support.capture import pieces, tap_records
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
-from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap, read_recorded
-from llm_reasoning_proxy.limits import MAX_CHOICES
-from llm_reasoning_proxy.records import ReasoningRecord, arguments_digest
+from llm_reasoning_proxy import wire as formats
+from llm_reasoning_proxy.answer.tap import ResponseTap, read_recorded
+from llm_reasoning_proxy.shared.limits import MAX_CHOICES
+from llm_reasoning_proxy.shared.records import ReasoningRecord, arguments_digest
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 
 from tests.support import capture
 
@@ -172,7 +172,7 @@ def test_cut_stream_keeps_only_turns_whose_tool_calls_began() -> None:
 
 
 def test_a_text_field_past_the_limit_stops_the_answer_being_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_reasoning_proxy import limits
+    from llm_reasoning_proxy.shared import limits
 
     monkeypatch.setattr(limits, "MAX_VALUE_BYTES", 100)
     chunks = [{"id": "r", "choices": [{"index": 0, "delta": {"reasoning_content": "x" * 40}}]} for _ in range(5)]

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy import jsoncodec
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared import jsoncodec
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FORMAT = ChatCompletions()

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects import dashscope, minimax, moonshot, zai
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.formats.chat_fields import THINK_FIELD, ThinkBlock, put_back_think
 from llm_reasoning_proxy.hooks.repair import silent_provider
-from llm_reasoning_proxy.limits import MAX_VALUE_BYTES, Budget
-from llm_reasoning_proxy.records import ReasoningRecord, RepairAction, ToolCallRef
-from llm_reasoning_proxy.sse_parser import SSEEvent
+from llm_reasoning_proxy.shared.limits import MAX_VALUE_BYTES, Budget
+from llm_reasoning_proxy.shared.records import ReasoningRecord, RepairAction, ToolCallRef
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.chat_completions.fields import THINK_FIELD, ThinkBlock, put_back_think
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+from llm_reasoning_proxy.wire.sse import SSEEvent
 
 from tests.support.capture import tap_records
 

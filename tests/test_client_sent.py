@@ -6,11 +6,11 @@ import gzip
 import json
 
 import pytest
-from llm_reasoning_proxy import decoding
-from llm_reasoning_proxy.hooks.annotate import META
 from llm_reasoning_proxy.offline.check import check_flows
-from llm_reasoning_proxy.offline.client_sent import client_sent_body, repaired_live
 from llm_reasoning_proxy.offline.fixtures import build_fixtures
+from llm_reasoning_proxy.shared.flow_meta import META
+from llm_reasoning_proxy.transcripts.client_sent import client_sent_body, repaired_live
+from llm_reasoning_proxy.wire import content_encoding as decoding
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
@@ -57,7 +57,7 @@ def test_a_copy_still_encoded_is_decoded_and_one_that_does_not_decode_is_taken_a
 
 
 def test_a_copy_that_decodes_past_the_bound_raises(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("llm_reasoning_proxy.offline.client_sent.MAX_DECODED_BYTES", 10)
+    monkeypatch.setattr("llm_reasoning_proxy.transcripts.client_sent.MAX_DECODED_BYTES", 10)
     flow = repaired_flow(gzip.compress(json.dumps(SENT).encode()), content_encoding="gzip")
     with pytest.raises(decoding.DecodedTooLarge):
         client_sent_body(flow)
@@ -78,7 +78,7 @@ def test_the_offline_check_and_the_export_read_the_same_copy(spelling: str) -> N
 def test_the_offline_check_says_a_copy_it_cannot_decode_within_the_bound_is_unreadable(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("llm_reasoning_proxy.offline.client_sent.MAX_DECODED_BYTES", 10)
+    monkeypatch.setattr("llm_reasoning_proxy.transcripts.client_sent.MAX_DECODED_BYTES", 10)
     flow = repaired_flow(gzip.compress(json.dumps(SENT).encode()), content_encoding="gzip")
     (check,) = check_flows([flow])
     assert check.unreadable.startswith("request body decodes to more than") and check.beyond_tool

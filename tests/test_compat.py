@@ -1,4 +1,4 @@
-"""addon/compat.py: what the addon does the same way on mitmproxy 11.0.2 and 12.x."""
+"""addon/shared/compat.py: what the addon does the same way on mitmproxy 11.0.2 and 12.x."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
-from llm_reasoning_proxy import compat, make_addons
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.shared import compat
 from mitmproxy import http
 from mitmproxy.test import tutils
 

@@ -7,10 +7,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from llm_reasoning_proxy import compat
 from llm_reasoning_proxy.hooks import contentview
-from llm_reasoning_proxy.hooks.annotate import META
 from llm_reasoning_proxy.hooks.contentview import VIEW_NAME, LlmContentView
+from llm_reasoning_proxy.shared import compat
+from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.transcripts import flows as transcript_flows
 from mitmproxy import contentviews, http
 from mitmproxy.test import taddons, tflow, tutils

@@ -1,4 +1,4 @@
-"""Unit tests for addon/decoding.py: incremental Content-Encoding decoders."""
+"""Unit tests for addon/wire/content_encoding.py: incremental Content-Encoding decoders."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import brotli
 import pytest
 import zstandard
-from llm_reasoning_proxy.decoding import (
+from llm_reasoning_proxy.wire.content_encoding import (
     PIECE,
     BoundedDecoder,
     DecodedTooLarge,
@@ -301,7 +301,7 @@ def test_compressed_data_cut_short_is_not_decodable(name: str) -> None:
 def test_an_error_body_cut_short_gives_what_was_decoded_of_it() -> None:
     import gzip as gzip_module
 
-    from llm_reasoning_proxy.decoding import decode_prefix
+    from llm_reasoning_proxy.wire.content_encoding import decode_prefix
 
     text = b'{"error":{"message":"Corrupted thought signature."}}' * 50
     compressed = gzip_module.compress(text)
@@ -311,7 +311,7 @@ def test_an_error_body_cut_short_gives_what_was_decoded_of_it() -> None:
 def test_an_error_body_prefix_is_as_long_as_asked() -> None:
     import gzip as gzip_module
 
-    from llm_reasoning_proxy.decoding import decode_prefix
+    from llm_reasoning_proxy.wire.content_encoding import decode_prefix
 
     text = bytes(range(256)) * 4096  # 1 MiB
     assert decode_prefix(gzip_module.compress(text), "gzip", 100 * 1024) == text[: 100 * 1024]

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import dialects, formats
+from llm_reasoning_proxy import dialects
+from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
 from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai, zai
-from llm_reasoning_proxy.formats import RepairContext, by_name
-from llm_reasoning_proxy.redact import REDACTED
+from llm_reasoning_proxy.shared.redact import REDACTED
+from llm_reasoning_proxy.wire import RepairContext, by_name
 
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.fake_chat import ChatDialect
@@ -1853,12 +1854,14 @@ def test_credentials_are_redacted(body, secret, rule):
 
 
 def _check_rule_ids_in_source() -> set[str]:
-    """The rule ids the `Violation(rule=…)` calls of addon/formats name, by the diagnosis constants the source uses
+    """The rule ids the `Violation(rule=…)` calls of addon/wire name, by the diagnosis constants the source uses
     there: a constant (or a choice of constants), or the first element of each tuple a `*_rule` function of the
     module returns. A rule id written out as a literal fails: each is defined once, with its diagnosis rules."""
     found: set[str] = set()
-    for source in sorted(Path(formats.__file__).parent.glob("*.py")):
-        module = importlib.import_module(f"{formats.__name__}.{source.stem}")
+    folder = Path(formats.__file__).parent
+    for source in sorted(folder.rglob("*.py")):
+        parts = [part for part in source.relative_to(folder).with_suffix("").parts if part != "__init__"]
+        module = importlib.import_module(".".join([formats.__name__, *parts]))
         tree = ast.parse(source.read_text())
         pickers = [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name.endswith("_rule")]
         for call in ast.walk(tree):

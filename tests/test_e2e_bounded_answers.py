@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 import httpx
 import pytest
-from llm_reasoning_proxy.event_stream import MAX_HEADERS_BYTES, encode_frame
+from llm_reasoning_proxy.wire.event_stream import MAX_HEADERS_BYTES, encode_frame
 from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.test import tflow

@@ -1,9 +1,9 @@
 """End to end: what the proxy remembers between requests is bounded by the memory it holds, not by the bytes it was
 sent, whatever shape a client gives its requests.
 
-1. The history memory (addon/history.py) keeps each conversation's last request and what was parsed of it: a body of
+1. The history memory (addon/request/history.py) keeps each conversation's last request and what was parsed of it: a body of
    `[]`s parses to over twenty times its bytes, and that is what its bound counts.
-2. The memos of tool call fingerprints (addon/records.py) are keyed by arguments a client makes as long as it likes:
+2. The memos of tool call fingerprints (addon/shared/records.py) are keyed by arguments a client makes as long as it likes:
    an agent writing files sends tens of kilobytes a call.
 
 Each runs the same requests through plain mitmdump and through `mitmdump -s addon/main.py`, and compares how much
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy.limits import MAX_HISTORY_BYTES
+from llm_reasoning_proxy.shared.limits import MAX_HISTORY_BYTES
 
 from tests.support.event_log import LogTail
 from tests.support.loopback import LoopbackServer

@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from llm_reasoning_proxy import __version__, compat
+from llm_reasoning_proxy import __version__
+from llm_reasoning_proxy.shared import compat
 from mitmproxy import http, io
 
 from tests.support.event_log import LogTail
@@ -306,7 +307,7 @@ def test_a_broken_addon_reloads_once_mended(confdir: Path, tmp_path: Path) -> No
     runs, is shown with its traceback and mitmproxy goes on watching: once mended, the addon is active again."""
     addon = tmp_path / "addon"
     shutil.copytree(ROOT / "addon", addon, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    limits, main = addon / "limits.py", addon / "main.py"
+    limits, main = addon / "shared" / "limits.py", addon / "main.py"
     mended = limits.read_text()
 
     def save(path: Path, text: str, seconds: int) -> None:
@@ -316,7 +317,7 @@ def test_a_broken_addon_reloads_once_mended(confdir: Path, tmp_path: Path) -> No
 
     with MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_log=", confdir=confdir, script=main) as proxy:
         since = len(proxy.lines)
-        save(limits, mended + "\nfrom .no_such_module import anything\n", 10)
+        save(limits, mended + "\nfrom ..no_such_module import anything\n", 10)
         proxy.wait_for_line("No module named 'llm_reasoning_proxy.no_such_module'", since=since)
         assert "cannot import" not in proxy.output  # not taken for a missing dependency
         since = len(proxy.lines)

@@ -5,7 +5,7 @@
 runner's umask); `test_e2e_offline.py` shows a bearer token, `key=` and one key in a prompt staying
 out of an export and a check report. This file covers the rest:
 
-* every carrier `addon/scope.py` reads (Authorization, api-key, x-api-key, x-goog-api-key, `?key=`),
+* every carrier `addon/shared/scope.py` reads (Authorization, api-key, x-api-key, x-goog-api-key, `?key=`),
   each sent alone by the client that uses it, against another credential and against none, and a
   second host name for the same server (one proxy in regular mode, reached as 127.0.0.1 and localhost);
 * one recorded session in three wire formats with every carrier and a cookie on every request, and
@@ -222,7 +222,7 @@ class Gemini:
         return "thoughtSignature" in doc["contents"][1]["parts"][0]
 
 
-# Every carrier `addon/scope.py` reads, each sent alone, by the client that uses it.
+# Every carrier `addon/shared/scope.py` reads, each sent alone, by the client that uses it.
 CARRIERS: dict[str, Chat | Anthropic | Gemini] = {
     "authorization": Chat(azure=False),
     "api-key": Chat(azure=True),

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy import events
-from llm_reasoning_proxy.events import EventLog, Skipped
+from llm_reasoning_proxy.shared import events
+from llm_reasoning_proxy.shared.events import EventLog, Skipped
 
 from tests.support.planted import planted
 
@@ -56,7 +56,7 @@ def test_no_backups_starts_the_log_afresh(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from llm_reasoning_proxy.events import EventLog, Skipped
+from llm_reasoning_proxy.shared.events import EventLog, Skipped
 log = EventLog(Path(sys.argv[1]), max_bytes=8192, backups=3)
 for n in range(300):
     log.write(Skipped(flow_id=f"{sys.argv[2]}-{n}", url="u", reason="y" * 150))

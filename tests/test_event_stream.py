@@ -15,7 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_reasoning_proxy.event_stream import (
+from llm_reasoning_proxy.answer.tap import ResponseTap, TapResult
+from llm_reasoning_proxy.shared.limits import MAX_KNOWN_HEADER_BLOCK_BYTES, MAX_KNOWN_HEADER_BLOCKS
+from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
+from llm_reasoning_proxy.wire.bedrock_converse.format import BedrockConverse
+from llm_reasoning_proxy.wire.event_stream import (
     MAX_FRAME_BYTES,
     MAX_HEADERS_BYTES,
     CorruptFrame,
@@ -26,10 +30,6 @@ from llm_reasoning_proxy.event_stream import (
     event_frame,
     frame_event,
 )
-from llm_reasoning_proxy.formats.anthropic import AnthropicMessages
-from llm_reasoning_proxy.formats.bedrock_converse import BedrockConverse
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap, TapResult
-from llm_reasoning_proxy.limits import MAX_KNOWN_HEADER_BLOCK_BYTES, MAX_KNOWN_HEADER_BLOCKS
 
 from tests.support import capture
 from tests.support.aws_frames import by_hand

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.formats import RepairContext, by_name
-from llm_reasoning_proxy.formats.chat_completions import block_to_message
 from llm_reasoning_proxy.hooks.explain import FOREIGN_ADVICE, advise, locate, pick_finding
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, Violation
-from llm_reasoning_proxy.scope import request_scope
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Violation
+from llm_reasoning_proxy.shared.scope import request_scope
+from llm_reasoning_proxy.wire import RepairContext, by_name
+from llm_reasoning_proxy.wire.chat_completions.format import block_to_message
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 

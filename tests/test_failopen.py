@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from llm_reasoning_proxy.events import EventLog
-from llm_reasoning_proxy.hooks.failopen import after_sending
+from llm_reasoning_proxy.shared.events import EventLog
+from llm_reasoning_proxy.shared.failopen import after_sending
 
 
 def test_work_left_for_later_runs_on_the_loops_next_turn_and_fails_open(tmp_path: Path) -> None:

@@ -10,8 +10,6 @@ from typing import Any
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.formats import by_name
-from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64
 from llm_reasoning_proxy.offline.fixtures import (
     ExchangeFixture,
     Expectation,
@@ -28,7 +26,9 @@ from llm_reasoning_proxy.offline.fixtures.placeholders import (
     OPAQUE_LIST_KEYS,
     stream_fragments,
 )
-from llm_reasoning_proxy.redact import redact_json
+from llm_reasoning_proxy.shared.redact import redact_json
+from llm_reasoning_proxy.wire import by_name
+from llm_reasoning_proxy.wire.gemini.format import PLACEHOLDER_BASE64
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 

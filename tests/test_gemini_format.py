@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.gemini import GeminiNative, text_key
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, arguments_digest
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.gemini.format import GeminiNative, text_key
 
 from tests.support import capture
 

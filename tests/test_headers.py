@@ -1,9 +1,9 @@
-"""addon/headers.py reads a header as mitmproxy's `headers.get` does, without its conversions."""
+"""addon/shared/headers.py reads a header as mitmproxy's `headers.get` does, without its conversions."""
 
 from __future__ import annotations
 
 import pytest
-from llm_reasoning_proxy.headers import has_header, header, header_values, media_type, pretty_host
+from llm_reasoning_proxy.shared.headers import has_header, header, header_values, media_type, pretty_host
 from mitmproxy import http
 
 FIELDS = [

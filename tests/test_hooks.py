@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.formats import ChatCompletions
-from llm_reasoning_proxy.hooks import response_tap
-from llm_reasoning_proxy.hooks.annotate import flow_meta
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap
+from llm_reasoning_proxy.answer import tap as response_tap
+from llm_reasoning_proxy.answer.tap import ResponseTap
 from llm_reasoning_proxy.hooks.runtime import Runtime
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.scope import request_scope
+from llm_reasoning_proxy.shared.flow_meta import flow_meta
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.scope import request_scope
+from llm_reasoning_proxy.wire import ChatCompletions
 from mitmproxy import http, io
 from mitmproxy.test import tflow, tutils
 

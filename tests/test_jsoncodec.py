@@ -7,8 +7,8 @@ import copy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llm_reasoning_proxy import jsoncodec
-from llm_reasoning_proxy.jsoncodec import ExactNumber, NotWritable
+from llm_reasoning_proxy.shared import jsoncodec
+from llm_reasoning_proxy.shared.jsoncodec import ExactNumber, NotWritable
 
 AWKWARD = [
     b"123456789012345678901234567890",  # wider than 64 bits: orjson reads it as a float
@@ -106,7 +106,7 @@ def test_a_body_with_a_lone_surrogate_and_a_float_is_not_written_back_with_other
 def test_arguments_read_exactly_have_the_digest_of_those_an_answer_gave() -> None:
     """A request is read keeping each number as written (1.50, 1e5); the captured call's arguments were read as
     floats. Both must give one digest, or a call is not found by its name and arguments."""
-    from llm_reasoning_proxy.records import arguments_digest
+    from llm_reasoning_proxy.shared.records import arguments_digest
 
     written = b'{"ratio": 1.50, "size": 1e5, "n": 3}'
     assert arguments_digest(jsoncodec.loads_exact(written)) == arguments_digest(jsoncodec.loads(written))

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from llm_reasoning_proxy import formats
-from llm_reasoning_proxy.hooks.response_tap import read_recorded
+from llm_reasoning_proxy import wire as formats
+from llm_reasoning_proxy.answer.tap import read_recorded
 
 from tests.support import hostile_answers as answers
 
@@ -61,7 +61,7 @@ def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> Non
 def test_countless_choices_each_opening_a_think_block_cost_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader keeps MAX_CHOICES choices, so the case above stops early; without that bound, whether a `<think>`
     block is open in some choice is still known after each chunk without looking at every choice."""
-    monkeypatch.setattr("llm_reasoning_proxy.formats.chat_completions.MAX_CHOICES", 1 << 30, raising=False)
+    monkeypatch.setattr("llm_reasoning_proxy.wire.chat_completions.format.MAX_CHOICES", 1 << 30, raising=False)
     reader = formats.by_name("chat_completions").reader()
     read_recorded(reader, answers.chat_think_choices(BASE), sse=True)
     assert reader.budget.over is None  # every choice was kept: no bound cut the reading short
@@ -163,7 +163,7 @@ def test_ten_times_the_foreign_values_cost_about_ten_times_the_time(case: str) -
 
 def alike_messages(count: int) -> tuple[list, list]:
     """Two versions of `count` messages alike, differing at both ends: nothing to pair by their start or end."""
-    from llm_reasoning_proxy.transcripts.model import Message, Part
+    from llm_reasoning_proxy.wire.conversation import Message, Part
 
     def version(first: str, last: str) -> list:
         middle = [Message("user", [Part("text", text="hi")], f"messages[{i + 1}]") for i in range(count)]
@@ -221,7 +221,7 @@ def test_assembling_items_named_only_by_id_costs_linear_time() -> None:
 
 
 def test_an_answer_of_countless_choices_keeps_its_bound_and_says_so() -> None:
-    from llm_reasoning_proxy.limits import MAX_CHOICES, MAX_TOOL_CALLS
+    from llm_reasoning_proxy.shared.limits import MAX_CHOICES, MAX_TOOL_CALLS
     from llm_reasoning_proxy.transcripts import read_answer
 
     choices = b",".join([b"{}"] * 10 * MAX_CHOICES)

@@ -1,4 +1,4 @@
-"""Unit tests for addon/provenance.py and each wire format's removal of values issued elsewhere."""
+"""Unit tests for addon/answer/provenance.py and each wire format's removal of values issued elsewhere."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import copy
 from typing import Any
 
 import pytest
+from llm_reasoning_proxy.answer.provenance import Origin, foreign_lookup, issued_values, record_origins, value_digest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.anthropic import AnthropicMessages
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
-from llm_reasoning_proxy.formats.gemini import PLACEHOLDER_BASE64, GeminiNative
-from llm_reasoning_proxy.formats.responses import Responses
-from llm_reasoning_proxy.provenance import Origin, foreign_lookup, issued_values, record_origins, value_digest
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+from llm_reasoning_proxy.wire.gemini.format import PLACEHOLDER_BASE64, GeminiNative
+from llm_reasoning_proxy.wire.responses.format import Responses
 
 SCOPE = "api.example.com:443|account-a"
 MINE = Origin(SCOPE, "model-y")

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.answer.provenance import Origin, foreign_lookup, record_origins, value_digest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
-from llm_reasoning_proxy.formats.chat_completions import ChatCompletions
 from llm_reasoning_proxy.hooks.capture import remember_issuer
-from llm_reasoning_proxy.provenance import Origin, foreign_lookup, record_origins, value_digest
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.scope import request_scope
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.scope import request_scope
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
@@ -63,7 +63,7 @@ def test_a_refreshed_oauth_token_does_not_make_the_clients_own_signatures_foreig
     record = ReasoningRecord(
         wire_format="gemini_native", tool_calls=[ToolCallRef(name="ls", fields={"thoughtSignature": "SIG-VERTEX"})]
     )
-    from llm_reasoning_proxy import formats
+    from llm_reasoning_proxy import wire as formats
 
     origin = Origin.of(issued_under.metadata["llm"])
     remember_issuer(config.store, origin, record, formats.by_name("gemini_native"))
@@ -158,7 +158,7 @@ def test_one_answer_cannot_flush_every_origin_the_proxy_knows() -> None:
         wire_format="anthropic_messages",
         fields={"thinking_blocks": [{"type": "thinking", "thinking": "", "signature": f"s{n}"} for n in range(5000)]},
     )
-    from llm_reasoning_proxy import formats
+    from llm_reasoning_proxy import wire as formats
 
     remember_issuer(store, Origin("evil.example:443|x", "m"), flood, formats.by_name("anthropic_messages"))
     assert store.get_origins([value_digest("victim")]) == {value_digest("victim"): {MINE.encode()}}
@@ -183,7 +183,7 @@ def test_googles_dummy_signature_is_never_foreign(addons, dummy: str) -> None:
     caller's dummy was 'issued elsewhere' and removed: with llm_signature_placeholder=off the current call is left
     with no signature, which Gemini 3 refuses."""
     config, repair, _ = addons
-    from llm_reasoning_proxy import formats
+    from llm_reasoning_proxy import wire as formats
 
     record = ReasoningRecord(
         wire_format="gemini_native", tool_calls=[ToolCallRef(name="ls", fields={"thoughtSignature": dummy})]

@@ -9,9 +9,9 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from llm_reasoning_proxy import records
-from llm_reasoning_proxy.limits import MAX_MEMO_BYTES, MEMO_KEY_CHARS, MiB
-from llm_reasoning_proxy.records import (
+from llm_reasoning_proxy.shared import records
+from llm_reasoning_proxy.shared.limits import MAX_MEMO_BYTES, MEMO_KEY_CHARS, MiB
+from llm_reasoning_proxy.shared.records import (
     ReasoningRecord,
     TextMemo,
     ToolCallRef,

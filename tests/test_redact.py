@@ -1,4 +1,4 @@
-"""Unit tests for addon/redact.py: credentials never reach logs."""
+"""Unit tests for addon/shared/redact.py: credentials never reach logs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llm_reasoning_proxy.redact import (
+from llm_reasoning_proxy.shared.redact import (
     REDACTED,
     SECRET_HEADERS,
     holds_credential,
@@ -323,8 +323,8 @@ def test_code_in_a_models_reasoning_is_no_credential_to_the_cache(text: str) -> 
 
 
 def test_a_line_in_mitmdumps_output_is_masked_then_bounded(caplog: pytest.LogCaptureFixture) -> None:
-    from llm_reasoning_proxy.limits import MAX_OUTPUT_LINE_CHARS
-    from llm_reasoning_proxy.redact import masked_logger
+    from llm_reasoning_proxy.shared.limits import MAX_OUTPUT_LINE_CHARS
+    from llm_reasoning_proxy.shared.redact import masked_logger
 
     key = planted("sk-proj-", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6")
     head = "llm 400: function "
@@ -337,7 +337,7 @@ def test_a_line_in_mitmdumps_output_is_masked_then_bounded(caplog: pytest.LogCap
 
 def test_a_flow_comment_is_masked_then_bounded() -> None:
     from llm_reasoning_proxy.hooks.annotate import add_comment
-    from llm_reasoning_proxy.limits import MAX_OUTPUT_LINE_CHARS
+    from llm_reasoning_proxy.shared.limits import MAX_OUTPUT_LINE_CHARS
     from mitmproxy.test import tflow
 
     flow = tflow.tflow()

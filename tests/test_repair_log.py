@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from llm_reasoning_proxy.limits import MAX_REMEMBERED_REPAIRS
-from llm_reasoning_proxy.records import RepairAction, summarize_actions
-from llm_reasoning_proxy.repair_log import RepairMemory
+from llm_reasoning_proxy.request.repair_log import RepairMemory
+from llm_reasoning_proxy.shared.limits import MAX_REMEMBERED_REPAIRS
+from llm_reasoning_proxy.shared.records import RepairAction, summarize_actions
 
 SCOPE = "api.githubcopilot.com:443 cred:0123456789abcdef"
 

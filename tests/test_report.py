@@ -9,7 +9,7 @@ from pathlib import Path
 from llm_reasoning_proxy.offline.report import write_report
 from llm_reasoning_proxy.offline.report.turns import curl_headers
 from llm_reasoning_proxy.transcripts.diff import compare
-from llm_reasoning_proxy.transcripts.model import Message, Part
+from llm_reasoning_proxy.wire.conversation import Message, Part
 from mitmproxy import http, io
 from mitmproxy.test import tflow
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import jsoncodec
-from llm_reasoning_proxy.events import summarize_record
-from llm_reasoning_proxy.formats import CacheView, RepairContext, claim
-from llm_reasoning_proxy.formats import responses as responses_module
-from llm_reasoning_proxy.formats.responses import Responses
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef, arguments_digest
-from llm_reasoning_proxy.sse_parser import SSEEvent
+from llm_reasoning_proxy.shared import jsoncodec
+from llm_reasoning_proxy.shared.events import summarize_record
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
+from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
+from llm_reasoning_proxy.wire.responses import format as responses_module
+from llm_reasoning_proxy.wire.responses.format import Responses
+from llm_reasoning_proxy.wire.sse import SSEEvent
 
 from tests.support import capture
 

@@ -13,13 +13,14 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy import jsoncodec, make_addons
+from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, open_store
-from llm_reasoning_proxy.history import HistoryMemory, Remembered, list_bounds
-from llm_reasoning_proxy.hooks.annotate import META
-from llm_reasoning_proxy.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
-from llm_reasoning_proxy.scope import request_scope
-from llm_reasoning_proxy.sizes import action_size, parsed_size, record_size
+from llm_reasoning_proxy.request.history import HistoryMemory, Remembered, list_bounds
+from llm_reasoning_proxy.shared import jsoncodec
+from llm_reasoning_proxy.shared.flow_meta import META
+from llm_reasoning_proxy.shared.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
+from llm_reasoning_proxy.shared.scope import request_scope
+from llm_reasoning_proxy.shared.sizes import action_size, parsed_size, record_size
 from mitmproxy import http
 from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow

@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from llm_reasoning_proxy import redact, scope
-from llm_reasoning_proxy.accounts import copilot_account
-from llm_reasoning_proxy.redact import is_credential_header
-from llm_reasoning_proxy.scope import (
+from llm_reasoning_proxy.shared import redact, scope
+from llm_reasoning_proxy.shared.accounts import copilot_account
+from llm_reasoning_proxy.shared.redact import is_credential_header
+from llm_reasoning_proxy.shared.scope import (
     ANONYMOUS,
     Caller,
     Scope,

@@ -1,4 +1,4 @@
-"""Unit tests for addon/settings.py: option declarations and their parsing."""
+"""Unit tests for addon/shared/settings.py: option declarations and their parsing."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.settings import (
+from llm_reasoning_proxy.shared.settings import (
     OPTION_NAMES,
     OPTIONS,
     PROJECT,

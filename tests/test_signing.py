@@ -1,9 +1,9 @@
-"""addon/signing.py: which requests a signature over their body forbids the proxy to change."""
+"""addon/request/signing.py: which requests a signature over their body forbids the proxy to change."""
 
 from __future__ import annotations
 
 import pytest
-from llm_reasoning_proxy.signing import SIGV4, body_signer
+from llm_reasoning_proxy.request.signing import SIGV4, body_signer
 from mitmproxy import http
 from mitmproxy.test import tutils
 

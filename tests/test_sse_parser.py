@@ -1,11 +1,11 @@
-"""Unit tests for addon/sse_parser.py: WHATWG event-stream parsing, independent of chunking."""
+"""Unit tests for addon/wire/sse.py: WHATWG event-stream parsing, independent of chunking."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from llm_reasoning_proxy.sse_parser import (
+from llm_reasoning_proxy.wire.sse import (
     SSEEvent,
     SSEOverflow,
     SSEParser,

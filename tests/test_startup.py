@@ -1,9 +1,10 @@
-"""addon/startup.py: how the addon stops when it cannot start, and how it does not once mitmproxy runs."""
+"""addon/shared/startup.py: how the addon stops when it cannot start, and how it does not once mitmproxy runs."""
 
 from __future__ import annotations
 
 import pytest
-from llm_reasoning_proxy import make_addons, startup
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.shared import startup
 from mitmproxy import exceptions
 
 from tests.support.addon_context import addon_context

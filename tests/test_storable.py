@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 
-from llm_reasoning_proxy.formats import by_name
-from llm_reasoning_proxy.hooks.response_tap import read_recorded
-from llm_reasoning_proxy.limits import MAX_VALUE_BYTES
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.storable import storable
+from llm_reasoning_proxy.answer.storable import storable
+from llm_reasoning_proxy.answer.tap import read_recorded
+from llm_reasoning_proxy.shared.limits import MAX_VALUE_BYTES
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.wire import by_name
 
 from tests.support.planted import every_shape
 

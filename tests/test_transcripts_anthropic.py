@@ -11,12 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.event_stream import event_frame
-from llm_reasoning_proxy.limits import MAX_CONTENT_BLOCKS
+from llm_reasoning_proxy.shared.limits import MAX_CONTENT_BLOCKS
 from llm_reasoning_proxy.transcripts import TRANSCRIBERS, conversation, read_answer
-from llm_reasoning_proxy.transcripts import anthropic as transcriber
-from llm_reasoning_proxy.transcripts.model import Answer, Part
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
+from llm_reasoning_proxy.wire.anthropic import transcript as transcriber
+from llm_reasoning_proxy.wire.conversation import Answer, Part
+from llm_reasoning_proxy.wire.event_stream import event_frame
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
 MORE = FIXTURES / "transcripts"
@@ -471,7 +471,7 @@ def test_hostile_json_answers_do_not_raise(doc: dict) -> None:
 
 
 def test_past_the_assembly_bound_the_rest_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_reasoning_proxy.transcripts import base
+    from llm_reasoning_proxy.wire import assembly as base
 
     monkeypatch.setattr(base, "MAX_ASSEMBLED_CHARS", 100)
     start = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}

@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-from llm_reasoning_proxy.event_stream import event_frame
-from llm_reasoning_proxy.limits import MAX_CONTENT_BLOCKS
+from llm_reasoning_proxy.shared.limits import MAX_CONTENT_BLOCKS
 from llm_reasoning_proxy.transcripts import TRANSCRIBERS, conversation, read_answer
-from llm_reasoning_proxy.transcripts import bedrock_converse as transcriber
-from llm_reasoning_proxy.transcripts.model import Answer, Part
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
+from llm_reasoning_proxy.wire.bedrock_converse import transcript as transcriber
+from llm_reasoning_proxy.wire.conversation import Answer, Part
+from llm_reasoning_proxy.wire.event_stream import event_frame
 
 from tests.support.aws_frames import by_hand
 
@@ -428,7 +428,7 @@ def test_hostile_json_answers_do_not_raise(doc: dict) -> None:
 
 
 def test_past_the_assembly_bound_the_rest_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    from llm_reasoning_proxy.transcripts import base
+    from llm_reasoning_proxy.wire import assembly as base
 
     monkeypatch.setattr(base, "MAX_ASSEMBLED_CHARS", 100)
     raw = frames(*[("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "y" * 30}})] * 10)

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy.transcripts import conversation, read_answer
 from llm_reasoning_proxy.transcripts.diff import compare
-from llm_reasoning_proxy.transcripts.model import Answer, Message, Part, digest
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
+from llm_reasoning_proxy.wire.conversation import Answer, Message, Part, digest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
 WIRE = "gemini_native"

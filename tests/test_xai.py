@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects.xai import REASONING_SUMMARY_MISSING
-from llm_reasoning_proxy.formats import CacheView, RepairContext
-from llm_reasoning_proxy.formats.responses import Responses
-from llm_reasoning_proxy.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+from llm_reasoning_proxy.wire import CacheView, RepairContext
+from llm_reasoning_proxy.wire.responses.format import Responses
 
 from tests.support import capture
 

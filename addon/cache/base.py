@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..records import ReasoningRecord
+from ..shared.records import ReasoningRecord
 
 
 class StoreError(Exception):
@@ -41,7 +41,7 @@ class ReasoningStore(Protocol):
     def delete(self, scope: str, keys: Sequence[str]) -> int: ...
 
     def put_origins(self, origin: str, digests: Sequence[str]) -> None:
-        """Remembers that `origin` issued the values with these digests (see addon/provenance.py).
+        """Remembers that `origin` issued the values with these digests (see addon/answer/provenance.py).
 
         Origins are not scoped: their point is to recognise a value that came from another scope. They age and
         are bounded in count like records."""

@@ -7,8 +7,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
-from ..limits import PRUNE_STEP
-from ..records import ReasoningRecord
+from ..shared.limits import PRUNE_STEP
+from ..shared.records import ReasoningRecord
 from .base import CacheLimits
 
 

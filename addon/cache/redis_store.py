@@ -41,10 +41,10 @@ from pydantic import ValidationError
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from .. import jsoncodec
-from ..limits import PRUNE_STEP
-from ..records import ReasoningRecord
-from ..redact import masked_logger, redact_url
+from ..shared import jsoncodec
+from ..shared.limits import PRUNE_STEP
+from ..shared.records import ReasoningRecord
+from ..shared.redact import masked_logger, redact_url
 from .base import CacheLimits, StoreError, StoreUnavailable
 from .remembered import RememberedRecords, by_key, warn_unreadable
 

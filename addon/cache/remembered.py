@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 
-from ..limits import MiB
-from ..records import ReasoningRecord
-from ..redact import masked_logger
-from ..sizes import record_size
+from ..shared.limits import MiB
+from ..shared.records import ReasoningRecord
+from ..shared.redact import masked_logger
+from ..shared.sizes import record_size
 
 logger = masked_logger(__name__)
 

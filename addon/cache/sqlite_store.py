@@ -29,10 +29,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .. import jsoncodec
-from ..limits import PRUNE_STEP
-from ..private_files import make_private, make_private_dir, open_private
-from ..records import ReasoningRecord
+from ..shared import jsoncodec
+from ..shared.limits import PRUNE_STEP
+from ..shared.private_files import make_private, make_private_dir, open_private
+from ..shared.records import ReasoningRecord
 from .base import CacheLimits, StoreError
 from .remembered import RememberedRecords, by_key, warn_unreadable
 from .wal_header import WalHeader

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import jsoncodec
+from ..shared import jsoncodec
 
 # Error bodies are small; anything past this is an echoed request or noise, not the error.
 MAX_SCAN = 512 * 1024

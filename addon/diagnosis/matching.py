@@ -13,7 +13,7 @@ import re
 from .. import dialects
 from ..dialects import openrouter
 from ..dialects.base import Kind, Rule, places
-from ..redact import redact_text
+from ..shared.redact import redact_text
 from .envelopes import FoundText, collect, decode, parse
 from .rules import UNKNOWN, Diagnosis
 

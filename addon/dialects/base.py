@@ -1,6 +1,6 @@
 """What a provider dialect is: who is behind a request, what that provider wants sent back, and its error texts.
 
-A wire format (addon/formats/) knows how a body is shaped; a dialect knows who answers it. Each provider family is one
+A wire format (addon/wire/) knows how a body is shaped; a dialect knows who answers it. Each provider family is one
 module of this package with its `DIALECT` (how to tell its traffic, what its models require) and its error rules,
 registered in one line of `__init__.py`; the diagnosis (addon/diagnosis/) matches error bodies against the rules of
 every registered dialect.
@@ -164,7 +164,7 @@ class Dialect:
     # provider wants back there (a client that strips it gets it put back).
     think_in_content: bool = False
     # Opaque assistant-message fields its chat answers carry beyond those every chat host knows
-    # (formats/chat_fields.py), to be captured and sent back verbatim.
+    # (wire/chat_completions/fields.py), to be captured and sent back verbatim.
     message_fields: tuple[str, ...] = ()
 
     def serves(self, host: str, path: str, model: str) -> bool:

@@ -3,7 +3,7 @@
 Routes (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html):
 `POST /model/{modelId}/invoke` and `/invoke-with-response-stream` (InvokeModel: the model's own body, for Claude the
 Anthropic Messages body with `anthropic_version: "bedrock-2023-05-31"` and no `model`), `/converse` and
-`/converse-stream` (Converse: a body shape of Bedrock's own, addon/formats/bedrock_converse.py). The model id is in the
+`/converse-stream` (Converse: a body shape of Bedrock's own, addon/wire/bedrock_converse/format.py). The model id is in the
 path, its `:` sent raw by some clients and as `%3A` by others (anthropic-sdk-python `lib/bedrock/_client.py` quotes
 it with `safe=":"`; botocore quotes it whole), and may be an inference profile's ARN.
 

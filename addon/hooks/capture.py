@@ -8,18 +8,20 @@ from contextlib import AbstractContextManager
 
 from mitmproxy import http
 
-from .. import event_stream, formats, sse_parser
+from .. import wire as formats
+from ..answer.provenance import Origin, issued_values, record_origins
+from ..answer.storable import storable
+from ..answer.tap import ResponseTap, TapResult
 from ..cache import ReasoningStore, StoreUnavailable
-from ..events import Captured, summarize_record
-from ..formats import WireFormat
-from ..headers import header, media_type
-from ..provenance import Origin, issued_values, record_origins
-from ..records import ReasoningRecord, display_call_id
-from ..redact import masked_logger, redact_url
-from ..storable import storable
-from .annotate import add_comment, flow_meta, report_skip
-from .failopen import FailOpen, fail_open
-from .response_tap import ResponseTap, TapResult
+from ..shared.events import Captured, summarize_record
+from ..shared.failopen import FailOpen, fail_open
+from ..shared.flow_meta import flow_meta
+from ..shared.headers import header, media_type
+from ..shared.records import ReasoningRecord, display_call_id
+from ..shared.redact import masked_logger, redact_url
+from ..wire import WireFormat, event_stream
+from ..wire import sse as sse_parser
+from .annotate import add_comment, report_skip
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
@@ -27,7 +29,7 @@ logger = masked_logger(__name__)
 
 def remember_issuer(store: ReasoningStore, origin: Origin, record: ReasoningRecord, wire_format: WireFormat) -> None:
     """Notes which host, account and model issued the signed values of an answer, with tool calls or without: a
-    request that sends one to another model gets it removed (addon/provenance.py)."""
+    request that sends one to another model gets it removed (addon/answer/provenance.py)."""
     values = issued_values(record, wire_format.signed_fields)
     if values:
         record_origins(store, origin, values)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mitmproxy import http
 
-from .. import compat
+from ..shared import compat
 from ..transcripts.flows import wire_format_of
 from ..transcripts.view import Rendered, render
 

@@ -17,28 +17,34 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import dialects, formats, jsoncodec
+from .. import dialects
+from .. import wire as formats
+from ..answer.provenance import Origin, foreign_lookup
 from ..cache import StoreUnavailable
-from ..decoding import message_body, message_prefix
 from ..diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
 from ..dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
 from ..dialects.cerebras import REASONING_CONTENT_UNSUPPORTED
 from ..dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
 from ..dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
-from ..events import Diagnosed
-from ..formats import CacheView, RepairContext, WireFormat, chat_completions, gemini, responses
-from ..formats.base import call_lookup_keys, usable_keys
-from ..formats.chat_completions import block_to_message
-from ..formats.responses import item_index
-from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
-from ..plans import INSERTING, RepairPlan
-from ..provenance import Origin, foreign_lookup
-from ..records import RepairAction, Violation, display_call_id, summarize_actions
-from ..redact import masked_logger, redact_url
-from ..signing import SIGNED_REMEDY
-from .annotate import add_comment, flow_meta
-from .failopen import FailOpen
+from ..request.plans import INSERTING, RepairPlan
+from ..request.signing import SIGNED_REMEDY
+from ..shared import jsoncodec
+from ..shared.events import Diagnosed
+from ..shared.failopen import FailOpen
+from ..shared.flow_meta import flow_meta
+from ..shared.limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..shared.records import RepairAction, Violation, display_call_id, summarize_actions
+from ..shared.redact import masked_logger, redact_url
+from ..wire import CacheView, RepairContext, WireFormat
+from ..wire.base import call_lookup_keys, usable_keys
+from ..wire.chat_completions import format as chat_completions
+from ..wire.chat_completions.format import block_to_message
+from ..wire.content_encoding import message_body, message_prefix
+from ..wire.gemini import format as gemini
+from ..wire.responses import format as responses
+from ..wire.responses.format import item_index
+from .annotate import add_comment
 from .runtime import Runtime
 
 logger = masked_logger(__name__)

@@ -8,21 +8,25 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import compat, dialects, formats, jsoncodec, repair_log
+from .. import dialects
+from .. import wire as formats
 from ..cache import StoreUnavailable
-from ..decoding import Undecodable, message_body
-from ..events import Repaired, loggable_actions
-from ..formats import RepairContext, WireFormat
-from ..limits import MAX_DECODED_BYTES
-from ..plans import INSERTING as INSERTING  # offline.py takes it from here
-from ..plans import RepairPlan
-from ..records import ActionTally, RepairAction, display_call_id, summarize_actions
-from ..redact import masked_logger, redact_url
-from ..scope import Caller, Identity, Scope, identity_of, scope_of
-from ..signing import SIGNED_REMEDY, body_signer
-from .annotate import META, PENDING, REPAIR_MARKER, add_comment, complete_meta, report_skip, request_model
-from .failopen import after_sending, fail_open
-from .resume import Outcome, Reading, remember_whole, resume
+from ..request import repair_log
+from ..request.plans import INSERTING as INSERTING
+from ..request.plans import RepairPlan
+from ..request.resume import Outcome, Reading, remember_whole, resume
+from ..request.signing import SIGNED_REMEDY, body_signer
+from ..shared import compat, jsoncodec
+from ..shared.events import Repaired, loggable_actions
+from ..shared.failopen import after_sending, fail_open
+from ..shared.flow_meta import META, PENDING, complete_meta
+from ..shared.limits import MAX_DECODED_BYTES
+from ..shared.records import ActionTally, RepairAction, display_call_id, summarize_actions
+from ..shared.redact import masked_logger, redact_url
+from ..shared.scope import Caller, Identity, Scope, identity_of, scope_of
+from ..wire import RepairContext, WireFormat
+from ..wire.content_encoding import Undecodable, message_body
+from .annotate import REPAIR_MARKER, add_comment, report_skip, request_model
 from .runtime import Runtime
 
 logger = masked_logger(__name__)

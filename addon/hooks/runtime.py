@@ -10,15 +10,16 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
 
-from .. import __version__, compat
+from .. import __version__
 from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
-from ..events import EventLog, Started
-from ..history import HistoryMemory
-from ..plans import RepairPlan
-from ..redact import masked_logger
-from ..settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
-from ..startup import refuse
-from .failopen import FailOpen, after_sending
+from ..request.history import HistoryMemory
+from ..request.plans import RepairPlan
+from ..shared import compat
+from ..shared.events import EventLog, Started
+from ..shared.failopen import FailOpen, after_sending
+from ..shared.redact import masked_logger
+from ..shared.settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
+from ..shared.startup import refuse
 
 logger = masked_logger(__name__)
 _PLANS_KEPT = 1024

@@ -14,8 +14,8 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 from ..cache import StoreUnavailable
-from ..limits import PRUNE_STEP
-from ..redact import masked_logger, redact_text
+from ..shared.limits import PRUNE_STEP
+from ..shared.redact import masked_logger, redact_text
 from .runtime import Runtime
 
 logger = masked_logger(__name__)

@@ -16,25 +16,25 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import jsoncodec
+from ..answer.provenance import Origin
+from ..answer.tap import read_recorded
 from ..cache import CacheLimits, MemoryStore
-from ..decoding import Undecodable, message_body, message_prefix
 from ..diagnosis import Diagnosis, classify
-from ..event_stream import is_aws_event_stream
-from ..formats import RepairContext, WireFormat
 from ..hooks.annotate import request_model
 from ..hooks.capture import remember_issuer
 from ..hooks.repair import INSERTING, UnreadableBody, claim_request, silent_provider
-from ..hooks.response_tap import read_recorded
-from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
-from ..plans import plan_repair
-from ..provenance import Origin
-from ..records import ReasoningRecord, RepairAction, Violation, display_call_id
-from ..redact import redact_json, redact_text, redact_url
-from ..scope import caller_identity, scope_of
-from ..signing import SIGNED_REMEDY, body_signer
-from ..sse_parser import is_event_stream
-from .client_sent import client_sent_body
+from ..request.plans import plan_repair
+from ..request.signing import SIGNED_REMEDY, body_signer
+from ..shared import jsoncodec
+from ..shared.limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..shared.records import ReasoningRecord, RepairAction, Violation, display_call_id
+from ..shared.redact import redact_json, redact_text, redact_url
+from ..shared.scope import caller_identity, scope_of
+from ..transcripts.client_sent import client_sent_body
+from ..wire import RepairContext, WireFormat
+from ..wire.content_encoding import Undecodable, message_body, message_prefix
+from ..wire.event_stream import is_aws_event_stream
+from ..wire.sse import is_event_stream
 
 
 @dataclass
@@ -44,7 +44,7 @@ class ExchangeCheck:
     wire_format: str
     model: str | None
     live_repaired: bool = False  # the recording proxy had already repaired it; the check uses what the client sent
-    signed: str | None = None  # what signed its body (addon/signing.py): the proxy forwards it as sent
+    signed: str | None = None  # what signed its body (addon/request/signing.py): the proxy forwards it as sent
     unreadable: str | None = None  # why the request body could not be checked
     beyond_tool: bool = False  # the body is JSON (or may be) that this tool could not follow: nested too deeply, say
     violations: list[Violation] = field(default_factory=list)  # rules the request breaks as sent

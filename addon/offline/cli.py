@@ -56,7 +56,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .report import write_report  # the report's modules are only needed here
+    from .report import write_report
 
     written = write_report(args.path, args.out, include_opaque=args.include_opaque, title=args.title)
     print(

@@ -1,4 +1,4 @@
-"""Conversations as people read them: one transcriber per wire format, registered here by the format's name.
+"""Conversations as people read them, through the transcriber each wire format registers (addon/wire).
 
 The content view, the offline report and the comparisons between turns read requests and answers only through
 `conversation` and `read_answer`.
@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..hooks.response_tap import read_recorded
-from . import anthropic, bedrock_converse, chat_completions, gemini, responses
-from .base import MessageMemo, Transcriber
-from .model import Answer, Conversation, Message, Part, Usage
-
-TRANSCRIBERS: dict[str, Transcriber] = {
-    module.TRANSCRIBER.wire_format: module.TRANSCRIBER
-    for module in (chat_completions, responses, anthropic, gemini, bedrock_converse)
-}
+from ..answer.tap import read_recorded
+from ..wire import TRANSCRIBERS
+from ..wire.assembly import MessageMemo
+from ..wire.conversation import Answer, Conversation, Message, Part, Usage
 
 
 def conversation(wire_format: str, doc: Any, path: str = "", memo: MessageMemo | None = None) -> Conversation:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from difflib import Match, SequenceMatcher
 from typing import Any
 
-from ..limits import MAX_ALIGNMENT_STEPS
-from .model import Mark, Message, Part
+from ..shared.limits import MAX_ALIGNMENT_STEPS
+from ..wire.conversation import Mark, Message, Part
 
 
 @dataclass(slots=True)

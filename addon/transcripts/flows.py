@@ -8,17 +8,18 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import formats, jsoncodec
-from ..decoding import Undecodable, message_body, message_prefix
+from .. import wire as formats
 from ..diagnosis import Diagnosis, classify
-from ..event_stream import is_aws_event_stream
-from ..hooks.annotate import flow_meta
-from ..limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
-from ..offline.client_sent import client_sent_body
-from ..sse_parser import is_event_stream, looks_like_event_stream
+from ..shared import jsoncodec
+from ..shared.flow_meta import flow_meta
+from ..shared.limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
+from ..wire.content_encoding import Undecodable, message_body, message_prefix
+from ..wire.conversation import Answer, Conversation
+from ..wire.event_stream import is_aws_event_stream
+from ..wire.sse import is_event_stream, looks_like_event_stream
 from . import conversation, read_answer
+from .client_sent import client_sent_body
 from .diff import Changes, compare
-from .model import Answer, Conversation
 
 
 class NotTranscribed(ValueError):

@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from mitmproxy import http
 
 from ..diagnosis import Diagnosis
-from ..hooks.annotate import flow_meta
-from ..limits import cut_text
+from ..shared.flow_meta import flow_meta
+from ..shared.limits import cut_text
+from ..wire.conversation import Answer, Conversation, Message, Part, Usage
 from .diff import Changes
 from .flows import NotTranscribed, diagnose, transcribe_answer, transcribe_request, wire_format_of
-from .model import Answer, Conversation, Message, Part, Usage
 
 Line = list[tuple[str, str]]
 MAX_PART_CHARS = 16 * 1024  # a part's text past this is cut in the view (the body itself has it all)

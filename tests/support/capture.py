@@ -5,9 +5,9 @@ from __future__ import annotations
 import itertools
 import re
 
-from llm_reasoning_proxy.formats import WireFormat
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap, TapResult
-from llm_reasoning_proxy.records import ReasoningRecord
+from llm_reasoning_proxy.answer.tap import ResponseTap, TapResult
+from llm_reasoning_proxy.shared.records import ReasoningRecord
+from llm_reasoning_proxy.wire import WireFormat
 
 
 def split(raw: bytes, cuts: list[int]) -> list[bytes]:

@@ -25,7 +25,7 @@ import json
 import re
 from typing import Any
 
-from llm_reasoning_proxy.event_stream import event_frame
+from llm_reasoning_proxy.wire.event_stream import event_frame
 
 from . import sigv4
 from .fake_anthropic import AnthropicDialect, stream_events

@@ -26,10 +26,10 @@ from urllib.parse import quote
 
 from hypothesis import strategies as st
 from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.events import Event, EventLog, Failure, Skipped
-from llm_reasoning_proxy.formats.chat_fields import MESSAGE_FIELDS, is_missing
-from llm_reasoning_proxy.hooks.response_tap import ResponseTap
-from llm_reasoning_proxy.records import split_call_id
+from llm_reasoning_proxy.answer.tap import ResponseTap
+from llm_reasoning_proxy.shared.events import Event, EventLog, Failure, Skipped
+from llm_reasoning_proxy.shared.records import split_call_id
+from llm_reasoning_proxy.wire.chat_completions.fields import MESSAGE_FIELDS, is_missing
 from mitmproxy import http
 from mitmproxy.test import taddons, tflow, tutils
 

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ... import jsoncodec
-from ...redact import redact_text
+from ...shared import jsoncodec
+from ...shared.redact import redact_text
 from ...transcripts import MessageMemo
 from ..check import checked_exchanges
 from ..inputs import load_flows

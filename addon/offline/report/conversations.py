@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ...transcripts.diff import compare
-from ...transcripts.model import Message
+from ...wire.conversation import Message
 from .turns import Turn
 
 

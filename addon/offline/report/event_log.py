@@ -9,12 +9,12 @@ from typing import Any, BinaryIO, get_args
 
 from pydantic import ValidationError
 
-from ... import jsoncodec
 from ...diagnosis.rules import Diagnosis
 from ...dialects.base import Kind
-from ...events import Captured, Diagnosed, FieldSummary, Repaired, Skipped
-from ...limits import MAX_LOG_LINE_BYTES
-from ...transcripts.model import Answer, Message, Part
+from ...shared import jsoncodec
+from ...shared.events import Captured, Diagnosed, FieldSummary, Repaired, Skipped
+from ...shared.limits import MAX_LOG_LINE_BYTES
+from ...wire.conversation import Answer, Message, Part
 from .turns import Timings, Turn
 
 # The longest line the proxy writes (events.fit_line), with room for a line break.

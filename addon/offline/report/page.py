@@ -17,9 +17,11 @@ from typing import Any
 
 import orjson
 
-from ... import __version__, formats, jsoncodec
-from ...redact import redact_json, redact_text
-from ...transcripts.model import Answer, Message, Part, Usage
+from ... import __version__
+from ... import wire as formats
+from ...shared import jsoncodec
+from ...shared.redact import redact_json, redact_text
+from ...wire.conversation import Answer, Message, Part, Usage
 from ..fixtures import opaque_values
 from .turns import Turn
 

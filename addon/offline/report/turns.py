@@ -13,18 +13,19 @@ from typing import Any
 
 from mitmproxy import http
 
-from ... import formats, jsoncodec
-from ...decoding import message_body
+from ... import wire as formats
 from ...diagnosis import Diagnosis
-from ...hooks.annotate import flow_meta
-from ...limits import MAX_DECODED_BYTES
-from ...redact import is_credential_header
+from ...shared import jsoncodec
+from ...shared.flow_meta import flow_meta
+from ...shared.limits import MAX_DECODED_BYTES
+from ...shared.redact import is_credential_header
 from ...transcripts import MessageMemo, conversation
+from ...transcripts.client_sent import client_sent_body
 from ...transcripts.diff import Changes, compare
 from ...transcripts.flows import NotTranscribed, transcribe_answer
-from ...transcripts.model import Answer, Conversation
+from ...wire.content_encoding import message_body
+from ...wire.conversation import Answer, Conversation
 from ..check import CheckedExchange
-from ..client_sent import client_sent_body
 from ..fixtures import REQUEST_HEADERS, clean_url, kept_headers
 
 

@@ -1,0 +1,12 @@
+"""Anthropic Messages (`/v1/messages`; Claude on Vertex AI's rawPredict and Bedrock's InvokeModel).
+
+`format.py` claims, reads, repairs and checks its traffic; `transcript.py` shows it as people read it."""
+
+from __future__ import annotations
+
+from .format import AnthropicMessages
+from .transcript import TRANSCRIBER
+
+FORMAT = AnthropicMessages()
+
+__all__ = ["FORMAT", "TRANSCRIBER"]
