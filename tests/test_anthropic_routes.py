@@ -8,11 +8,11 @@ import copy
 import json
 
 import pytest
+
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, canonical_arguments
 from llm_reasoning_proxy.wire import CacheView, RepairContext, claim, routed
 from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
-
 from tests.support import capture
 from tests.support.fake_deepseek_anthropic import DeepSeekAnthropicFake, stream_events
 from tests.support.fake_provider import Options

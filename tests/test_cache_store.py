@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.shared.sizes import record_size
-
 from tests.support.file_locks import dms_holders, record_locks
 from tests.support.redis_server import RedisServer
 
@@ -969,6 +969,7 @@ def test_redis_tls_failing_after_startup_is_an_outage_not_a_stop(tmp_path, caplo
     import ssl
 
     import redis as redis_py
+
     from llm_reasoning_proxy.cache import StoreUnavailable
 
     server = RedisServer(tmp_path).start()

@@ -9,11 +9,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore, StoreUnavailable
 from llm_reasoning_proxy.hooks.upkeep import CATCH_UP_PAUSE, PAUSE, CacheUpkeep
 from llm_reasoning_proxy.shared.limits import PRUNE_STEP
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
-
 from tests.support.cache_fill import fill_cache
 
 DAY = 86400.0

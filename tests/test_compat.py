@@ -9,11 +9,11 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
-from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.shared import compat
 from mitmproxy import http
 from mitmproxy.test import tutils
 
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.shared import compat
 from tests.support.addon_context import addon_context
 
 BODY = b'{"model": "m", "messages": [' + b'{"role": "user", "content": "hello there"}, ' * 2000 + b"{}]}"

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import brotli
 import pytest
 import zstandard
+
 from llm_reasoning_proxy.wire.content_encoding import (
     PIECE,
     BoundedDecoder,
@@ -21,7 +22,6 @@ from llm_reasoning_proxy.wire.content_encoding import (
     decode_prefix,
     stream_decoder,
 )
-
 from tests.support.hostile_answers import bomb
 
 

@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
 from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai, zai
 from llm_reasoning_proxy.shared.redact import REDACTED
 from llm_reasoning_proxy.wire import RepairContext, by_name
-
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.fake_chat import ChatDialect
 from tests.support.fake_gemini import GeminiDialect

@@ -12,12 +12,12 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
+from mitmproxy import io
+
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from llm_reasoning_proxy.offline.fixtures.frames import frames_of
-from mitmproxy import io
-
 from tests.support import fake_anthropic, sigv4
 from tests.support.aws_frames import by_hand
 from tests.support.event_log import LogTail

@@ -20,11 +20,11 @@ from typing import NamedTuple
 
 import httpx
 import pytest
-from llm_reasoning_proxy.wire.event_stream import MAX_HEADERS_BYTES, encode_frame
 from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.test import tflow
 
+from llm_reasoning_proxy.wire.event_stream import MAX_HEADERS_BYTES, encode_frame
 from tests.support import fake_bedrock
 from tests.support.event_log import LogTail
 from tests.support.hostile_upstream import Answer, HostileUpstream

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from mitmproxy import io
+
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
-from mitmproxy import io
-
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli

@@ -38,9 +38,9 @@ import httpx
 import openai
 import pytest
 import zstandard
+
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.shared.scope import Scope, credential_fingerprint
-
 from tests.support.cache_fill import fill_cache
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llm_reasoning_proxy.shared.limits import MAX_HISTORY_BYTES
 
+from llm_reasoning_proxy.shared.limits import MAX_HISTORY_BYTES
 from tests.support.event_log import LogTail
 from tests.support.loopback import LoopbackServer
 from tests.support.proxy import MitmdumpProcess, plain_streaming, reverse_proxy

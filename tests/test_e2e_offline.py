@@ -8,12 +8,12 @@ from pathlib import Path
 
 import openai
 import pytest
-from llm_reasoning_proxy.offline.check import check_flows
-from llm_reasoning_proxy.offline.cli import load_flows
-from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from mitmproxy import flow, io
 from mitmproxy.test import tflow
 
+from llm_reasoning_proxy.offline.check import check_flows
+from llm_reasoning_proxy.offline.cli import load_flows
+from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli

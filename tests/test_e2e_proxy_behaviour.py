@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from llm_reasoning_proxy import __version__
-from llm_reasoning_proxy.shared import compat
 from mitmproxy import http, io
 
+from llm_reasoning_proxy import __version__
+from llm_reasoning_proxy.shared import compat
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted

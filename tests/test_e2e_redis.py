@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from llm_reasoning_proxy.cache import redis_store
 
+from llm_reasoning_proxy.cache import redis_store
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure

@@ -10,10 +10,10 @@ from typing import Any
 import httpx
 import openai
 import pytest
+
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
-
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.fake_xai import (

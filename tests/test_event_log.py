@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from llm_reasoning_proxy.shared import events
 from llm_reasoning_proxy.shared.events import EventLog, Skipped
-
 from tests.support.planted import planted
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from llm_reasoning_proxy.answer.tap import ResponseTap, TapResult
 from llm_reasoning_proxy.shared.limits import MAX_KNOWN_HEADER_BLOCK_BYTES, MAX_KNOWN_HEADER_BLOCKS
 from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
@@ -30,7 +31,6 @@ from llm_reasoning_proxy.wire.event_stream import (
     event_frame,
     frame_event,
 )
-
 from tests.support import capture
 from tests.support.aws_frames import by_hand
 

@@ -6,6 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.hooks.explain import FOREIGN_ADVICE, advise, locate, pick_finding
@@ -13,9 +16,6 @@ from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Vio
 from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire import RepairContext, by_name
 from llm_reasoning_proxy.wire.chat_completions.format import block_to_message
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from tests.support.addon_context import addon_context
 from tests.support.fake_chat import COPILOT_INVALID_BODY, DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
 

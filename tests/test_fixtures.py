@@ -9,6 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.offline.fixtures import (
     ExchangeFixture,
@@ -29,9 +32,6 @@ from llm_reasoning_proxy.offline.fixtures.placeholders import (
 from llm_reasoning_proxy.shared.redact import redact_json
 from llm_reasoning_proxy.wire import by_name
 from llm_reasoning_proxy.wire.gemini.format import PLACEHOLDER_BASE64
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from tests.support.addon_context import addon_context
 from tests.support.capture import pieces, tap_records
 from tests.support.planted import planted

@@ -12,6 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mitmproxy import http, io
+from mitmproxy.test import tflow, tutils
+
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.answer import tap as response_tap
 from llm_reasoning_proxy.answer.tap import ResponseTap
@@ -20,9 +23,6 @@ from llm_reasoning_proxy.shared.flow_meta import flow_meta
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
-from mitmproxy import http, io
-from mitmproxy.test import tflow, tutils
-
 from tests.support.addon_context import addon_context
 from tests.support.planted import planted
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 
 import pytest
+
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.tap import read_recorded
-
 from tests.support import hostile_answers as answers
 
 BASE = 2000

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.events import summarize_record
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
@@ -15,7 +16,6 @@ from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
 from llm_reasoning_proxy.wire.responses import format as responses_module
 from llm_reasoning_proxy.wire.responses.format import Responses
 from llm_reasoning_proxy.wire.sse import SSEEvent
-
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai-responses"

@@ -13,6 +13,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from mitmproxy import http
+from mitmproxy.flow import Error
+from mitmproxy.test import taddons, tflow
+
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, open_store
 from llm_reasoning_proxy.request.history import HistoryMemory, Remembered, list_bounds
@@ -21,10 +25,6 @@ from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.shared.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
 from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.shared.sizes import action_size, parsed_size, record_size
-from mitmproxy import http
-from mitmproxy.flow import Error
-from mitmproxy.test import taddons, tflow
-
 from tests.support.addon_context import addon_context
 
 URL = "https://api.example.test"

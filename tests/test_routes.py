@@ -4,6 +4,7 @@ only for paths of a usual length."""
 from __future__ import annotations
 
 import pytest
+
 from llm_reasoning_proxy import wire as formats
 
 PATHS = [

@@ -5,6 +5,9 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from mitmproxy import http
+from mitmproxy.test import tutils
+
 from llm_reasoning_proxy.shared import redact, scope
 from llm_reasoning_proxy.shared.accounts import copilot_account
 from llm_reasoning_proxy.shared.redact import is_credential_header
@@ -17,9 +20,6 @@ from llm_reasoning_proxy.shared.scope import (
     credential_fingerprint,
     request_scope,
 )
-from mitmproxy import http
-from mitmproxy.test import tutils
-
 from tests.support.planted import ACCOUNT, MAC, ORG_ACCOUNT, TID, copilot_token, planted
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from mitmproxy import http
+
 from llm_reasoning_proxy.wire.sse import (
     SSEEvent,
     SSEOverflow,
@@ -15,7 +17,6 @@ from llm_reasoning_proxy.wire.sse import (
     marked_events,
     text_lines,
 )
-from mitmproxy import http
 
 
 def parse_all(stream: bytes, chunks: list[bytes] | None = None, **kwargs) -> list[SSEEvent]:

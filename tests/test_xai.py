@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects.xai import REASONING_SUMMARY_MISSING
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.responses.format import Responses
-
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xai"

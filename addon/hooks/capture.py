@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import functools
-import time
 from contextlib import AbstractContextManager
+from typing import Any
 
 from mitmproxy import http
 
 from .. import wire as formats
-from ..answer.provenance import Origin, issued_values, record_origins
-from ..answer.storable import storable
+from ..answer.keep import KeptAnswer, keep_answer
+from ..answer.provenance import Origin
 from ..answer.tap import ResponseTap, TapResult
-from ..cache import ReasoningStore, StoreUnavailable
 from ..shared.events import Captured, summarize_record
 from ..shared.failopen import FailOpen, fail_open
 from ..shared.flow_meta import flow_meta
 from ..shared.headers import header, media_type
-from ..shared.records import ReasoningRecord, display_call_id
+from ..shared.records import display_call_id
 from ..shared.redact import masked_logger, redact_url
 from ..wire import WireFormat, event_stream
 from ..wire import sse as sse_parser
@@ -25,14 +24,6 @@ from .annotate import add_comment, report_skip
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
-
-
-def remember_issuer(store: ReasoningStore, origin: Origin, record: ReasoningRecord, wire_format: WireFormat) -> None:
-    """Notes which host, account and model issued the signed values of an answer, with tool calls or without: a
-    request that sends one to another model gets it removed (addon/answer/provenance.py)."""
-    values = issued_values(record, wire_format.signed_fields)
-    if values:
-        record_origins(store, origin, values)
 
 
 class ResponseCapture:
@@ -93,48 +84,46 @@ class ResponseCapture:
         return FailOpen(flow.id, "response capture", self.runtime.events)
 
     def _commit(self, flow: http.HTTPFlow, result: TapResult) -> None:
-        """Stores the reasoning the tap read of an answer, and says what became of it."""
+        """Stores the reasoning the tap read of an answer, then says what became of it."""
         meta = flow_meta(flow)
-        store, settings = self.runtime.store, self.runtime.settings
-        if meta is None or store is None or settings is None:
+        store = self.runtime.store
+        if meta is None or store is None or self.runtime.settings is None:
             return
         timing = meta.setdefault("addon_ms", {})
         if isinstance(timing, dict):
             timing["response"] = round(result.seconds * 1000, 3)
-        url = redact_url(flow.request.url)
-        if result.problem:
-            report_skip(flow, result.problem, self.runtime.events)
-        if not result.read:
-            return
         wire_format = formats.by_name(meta["format"])
+        kept = None
+        if result.read:
+            origin = Origin.of(meta)
+            kept = keep_answer(store, meta["scope"], origin, meta.get("request_model"), wire_format, result)
+        self._report(flow, meta, wire_format, result, kept)
+
+    def _report(
+        self,
+        flow: http.HTTPFlow,
+        meta: dict[str, Any],
+        wire_format: WireFormat,
+        result: TapResult,
+        kept: KeptAnswer | None,
+    ) -> None:
+        """Says, in one place, what became of an answer: mitmproxy's output, the event log, the flow."""
+        events, settings = self.runtime.events, self.runtime.settings
+        assert settings is not None
+        if result.problem:
+            report_skip(flow, result.problem, events)
+        if kept is None:
+            return
+        url = redact_url(flow.request.url)
+        if result.over is not None:
+            report_skip(flow, f"answer over a bound: {result.over}; read to its end, not cached", events)
         captured = []
-        unavailable = None
-        over = result.over
-        if over is not None:
-            report_skip(flow, f"answer over a bound: {over}; read to its end, not cached", self.runtime.events)
-        for record in result.records:
-            record = record.model_copy(update={"request_model": meta.get("request_model"), "captured_at": time.time()})
-            keys = record.keys()
-            if unavailable is None:
-                try:
-                    remember_issuer(store, Origin.of(meta), record, wire_format)
-                except StoreUnavailable as e:
-                    unavailable = str(e)
-            stored, note = False, None
-            if keys and over is not None:
-                note = f"not cached: {over}"
-            elif keys:
-                kept, note = storable(record, wire_format)
-                if kept is None:
-                    report_skip(flow, f"answer {record.response_id or flow.id}: {note}", self.runtime.events)
-                elif unavailable is None:
-                    try:
-                        store.put(meta["scope"], keys, kept)
-                        stored = True
-                    except StoreUnavailable as e:
-                        unavailable = str(e)
+        for entry in kept.records:
+            record = entry.record
+            if entry.refused:
+                report_skip(flow, f"answer {record.response_id or flow.id}: {entry.note}", events)
             fields, summaries = summarize_record(record, wire_format.text_fields, settings.log_opaque)
-            self.runtime.events.write(
+            events.write(
                 Captured(
                     flow_id=flow.id,
                     host=meta["host"],
@@ -147,8 +136,8 @@ class ResponseCapture:
                     fields=fields,
                     streamed=result.sse,
                     complete=result.complete,
-                    stored=stored,
-                    note=note,
+                    stored=entry.stored,
+                    note=entry.note,
                 )
             )
             names = sorted({*record.fields, *(name for call in record.tool_calls for name in call.fields)})
@@ -160,20 +149,13 @@ class ResponseCapture:
                 "llm captured %s from %s for %s",
                 ", ".join(names),
                 url,
-                f"tool calls {', '.join(calls)}" if calls else "no tool call" + ("" if keys else " (not cached)"),
+                f"tool calls {', '.join(calls)}"
+                if calls
+                else "no tool call" + ("" if record.keys() else " (not cached)"),
             )
-        if result.unreadable:
-            # Such events reach the client as they came, but whatever reasoning they carried is lost:
-            # without this line the log would not say why nothing (or less) was captured.
-            reason = f"{result.unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
-            report_skip(flow, reason, self.runtime.events)
-        if not result.complete and not captured:
-            # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
-            error = flow.error.msg if flow.error is not None else "connection closed"
-            report_skip(flow, f"answer cut off before any tool call ({error}); nothing cached", self.runtime.events)
-        if unavailable is not None:
-            reason = f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {unavailable}"
-            report_skip(flow, reason, self.runtime.events)
+        cut_off_by = flow.error.msg if flow.error is not None else "connection closed"
+        for reason in kept.skipped_after(result, cut_off_by):
+            report_skip(flow, reason, events)
         if captured:
             meta["captured"] = captured
             fields = sorted({name for entry in captured for name in entry["fields"]})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from mitmproxy import http
@@ -95,6 +97,19 @@ def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
     return (wire_format, body) if wire_format is not None else None
 
 
+@dataclass
+class RequestReport:
+    """What the request hook found to say about one request: gathered while it decides, said once at its end
+    (`RequestRepair._report`), so that deciding and telling stay apart."""
+
+    meta: dict[str, Any] | None  # the flow's entry (None: not LLM traffic the proxy reads)
+    skipped: list[str] = field(default_factory=list)  # why the request, or part of it, was left as it came
+    comment: str | None = None  # for people, on the flow
+    plan: RepairPlan | None = None  # what the repair did or would do: kept for the explainer of an error answer
+    repaired: Callable[[], None] | None = None  # the repair's event and log line, said once the answer is in
+    repaired_at_once: bool = False  # said as soon as the request is on its way instead (flows are kept)
+
+
 class RequestRepair:
     # The repairs the event log has listed (later turns only count them), and the log they were listed in.
     _logged: repair_log.RepairMemory | None = None
@@ -111,9 +126,11 @@ class RequestRepair:
             return
         started = time.perf_counter()
         try:
-            meta = self._request(flow)
-            if meta is not None:  # the report shows the proxy's own time beside the provider's
-                meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
+            report = self._request(flow)
+            if report is not None:
+                self._report(flow, report)
+                if report.meta is not None:  # the report shows the proxy's own time beside the provider's
+                    report.meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
         except Exception as e:
             fail_open(flow.id, "request repair", self.runtime.events, e)
         self.runtime.history.release()
@@ -166,14 +183,28 @@ class RequestRepair:
             kind,
         )
 
-    def _request(self, flow: http.HTTPFlow) -> dict[str, Any] | None:
-        """Reads and repairs an LLM request; returns what it left on the flow (flow_meta), None for other traffic."""
+    def _report(self, flow: http.HTTPFlow, report: RequestReport) -> None:
+        """Says what the hook decided about a request, in one place: mitmproxy's output, the event log, the flow."""
+        events = self.runtime.events
+        for reason in report.skipped:
+            report_skip(flow, reason, events)
+        if report.comment is not None:
+            add_comment(flow, report.comment)
+        if report.plan is not None:
+            self.runtime.remember_plan(flow.id, report.plan)
+        if report.repaired is not None:
+            if report.repaired_at_once:  # the flow's entry is complete as soon as mitmproxy has it
+                after_sending(flow.id, "repair log", events, report.repaired)
+            else:
+                self.runtime.say_when_answered(flow.id, "repair log", report.repaired)
+
+    def _request(self, flow: http.HTTPFlow) -> RequestReport | None:
+        """Reads and repairs an LLM request; returns what there is to say about it, None for other traffic."""
         request = flow.request
         try:
             claimed = claim_request(request)
         except UnreadableBody as e:
-            report_skip(flow, f"{e}; forwarded untouched", self.runtime.events)
-            return None
+            return RequestReport(None, skipped=[f"{e}; forwarded untouched"])
         if claimed is None:
             return None
         wire_format, body = claimed
@@ -181,6 +212,7 @@ class RequestRepair:
         assert settings is not None
         meta: dict[str, Any] = {"format": wire_format.name}
         flow.metadata[META] = meta
+        report = RequestReport(meta)
         caller = Caller.of(request)  # the request as it is here: addons after this one may change it
         restore = wire_format.may_need_repair(body)
         if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
@@ -194,7 +226,7 @@ class RequestRepair:
             else:
                 meta[PENDING] = describe
                 after_sending(flow.id, "request", self.runtime.events, functools.partial(complete_meta, meta))
-            return meta
+            return report
         identity, scope, by_content = self._describe(meta, caller)
         store = self.runtime.store
         assert store is not None
@@ -209,33 +241,30 @@ class RequestRepair:
             identity.derived,
         )
         try:
-            outcome = resume(self.runtime.history, reading, body) or self._read_whole(
-                flow, meta, reading, body, restore
-            )
+            outcome = resume(self.runtime.history, reading, body) or self._read_whole(report, reading, body, restore)
         except StoreUnavailable as e:
             meta.setdefault("request_model", request_model(wire_format, request.path, body, None))
-            report_skip(flow, f"reasoning cache unavailable, forwarded unrepaired: {e}", self.runtime.events)
-            return meta
+            report.skipped.append(f"reasoning cache unavailable, forwarded unrepaired: {e}")
+            return report
         if outcome is None:
-            return meta
+            return report
         plan = outcome.plan
         model = meta["request_model"] = outcome.model
         if outcome.doc is None:
             meta["resumed"] = True  # read from where the conversation's last request ended
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
-            report_skip(flow, _mismatch_note(plan.cache.mismatched, model), self.runtime.events)
-        for _, note in plan.foreign_kept:
-            report_skip(flow, note, self.runtime.events)
+            report.skipped.append(_mismatch_note(plan.cache.mismatched, model))
+        report.skipped += [note for _, note in plan.foreign_kept]
         actions = plan.actions
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
-                self.runtime.remember_plan(flow.id, plan)
-            return meta
+                report.plan = plan
+            return report
         signer = body_signer(request)
         if signer is not None:
-            self._hold_back(flow, meta, plan, signer)
-            return meta
+            self._hold_back(report, plan, signer)
+            return report
         keep = self.runtime.keep_bodies()
         silent = silent_provider(plan.context, actions)
         note = f"; {silent_note(silent)}" if silent else ""
@@ -243,15 +272,15 @@ class RequestRepair:
             try:
                 repaired = outcome.sent if outcome.sent is not None else jsoncodec.dumps_request(outcome.doc)
             except jsoncodec.NotWritable as e:
-                report_skip(flow, f"request body {e}; forwarded unrepaired", self.runtime.events)
-                return meta
+                report.skipped.append(f"request body {e}; forwarded unrepaired")
+                return report
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
             compat.set_content(request, repaired)
             flow.marked = REPAIR_MARKER
-            add_comment(flow, "llm repaired: " + outcome.tally.describe() + note)
+            report.comment = "llm repaired: " + outcome.tally.describe() + note
         # Repair off too: an error answer is then explained with what the proxy would have done.
-        self.runtime.remember_plan(flow.id, plan)
+        report.plan = plan
         if keep:
             meta["repairs"] = [action.describe() for action in actions]
         meta["repaired"] = settings.repair
@@ -280,23 +309,19 @@ class RequestRepair:
             verb = "repaired" if settings.repair else "would repair (llm_repair=false)"
             logger.info("llm %s %s: %s%s", verb, redact_url(url), logged.summary(), note)
 
-        if keep:  # the flow's entry is complete as soon as mitmproxy has it
-            after_sending(flow.id, "repair log", events, say_repaired)
-        else:
-            self.runtime.say_when_answered(flow.id, "repair log", say_repaired)
-        return meta
+        report.repaired, report.repaired_at_once = say_repaired, keep
+        return report
 
-    def _read_whole(
-        self, flow: http.HTTPFlow, meta: dict[str, Any], reading: Reading, body: bytes, restore: bool
-    ) -> Outcome | None:
+    def _read_whole(self, report: RequestReport, reading: Reading, body: bytes, restore: bool) -> Outcome | None:
         """The outcome of a request read whole (None: nothing to do, or it cannot be read), remembered for the next
         turn; `restore`: the body may need reasoning put back (WireFormat.may_need_repair)."""
-        wire_format, request = reading.wire_format, reading.request
+        wire_format, request, meta = reading.wire_format, reading.request, report.meta
+        assert meta is not None
         try:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
             meta["request_model"] = request_model(wire_format, request.path, body, None)
-            report_skip(flow, f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged", self.runtime.events)
+            report.skipped.append(f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged")
             return None
         model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
         plan = reading.plan(doc, model, restore=restore)
@@ -304,18 +329,18 @@ class RequestRepair:
         sent = remember_whole(self.runtime.history, reading, body, doc, model, plan, tally) if restore else None
         return Outcome(model, plan, sent.data if sent is not None else None, tally, plan.actions, doc=doc)
 
-    def _hold_back(self, flow: http.HTTPFlow, meta: dict[str, Any], plan: RepairPlan, signer: str) -> None:
+    def _hold_back(self, report: RequestReport, plan: RepairPlan, signer: str) -> None:
         """A request that needs repair but whose body a signature covers goes on byte for byte, saying what the
         proxy would have done and how the client can let it."""
         reason = (
             f"request signed with {signer}, which covers its body: forwarded byte for byte, unrepaired; the proxy "
             f"would have {summarize_actions(plan.actions)}; {SIGNED_REMEDY}"
         )
-        report_skip(flow, reason, self.runtime.events)
-        add_comment(flow, f"llm not repaired: {reason}")
-        meta["repaired"] = False
-        meta["signed"] = signer
-        self.runtime.remember_plan(flow.id, plan)  # an error answer is explained with what would have been done
+        report.skipped.append(reason)
+        report.comment = f"llm not repaired: {reason}"
+        assert report.meta is not None
+        report.meta.update(repaired=False, signed=signer)
+        report.plan = plan  # an error answer is explained with what would have been done
 
     def _sort_for_log(self, scope: str, applied: bool, actions: list[RepairAction]) -> repair_log.SortedRepairs:
         """The repairs new to the event log, and the count of those it listed on earlier turns."""

@@ -16,12 +16,12 @@ from typing import Any
 
 from mitmproxy import http
 
+from ..answer.keep import remember_issuer
 from ..answer.provenance import Origin
 from ..answer.tap import read_recorded
 from ..cache import CacheLimits, MemoryStore
 from ..diagnosis import Diagnosis, classify
 from ..hooks.annotate import request_model
-from ..hooks.capture import remember_issuer
 from ..hooks.repair import INSERTING, UnreadableBody, claim_request, silent_provider
 from ..request.plans import plan_repair
 from ..request.signing import SIGNED_REMEDY, body_signer

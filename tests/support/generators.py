@@ -25,14 +25,14 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 from hypothesis import strategies as st
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow, tutils
+
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.answer.tap import ResponseTap
 from llm_reasoning_proxy.shared.events import Event, EventLog, Failure, Skipped
 from llm_reasoning_proxy.shared.records import split_call_id
 from llm_reasoning_proxy.wire.chat_completions.fields import MESSAGE_FIELDS, is_missing
-from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
-
 from tests.support import fake_anthropic, fake_bedrock, fake_chat, fake_gemini, fake_responses
 from tests.support.capture import split
 from tests.support.fake_provider import Options, Recorded, sse_event
