@@ -12,7 +12,7 @@ import pytest
 
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects import dashscope, minimax, moonshot, zai
-from llm_reasoning_proxy.hooks.repair import silent_provider
+from llm_reasoning_proxy.request.notes import silent_provider
 from llm_reasoning_proxy.shared.limits import MAX_VALUE_BYTES, Budget
 from llm_reasoning_proxy.shared.records import ReasoningRecord, RepairAction, ToolCallRef
 from llm_reasoning_proxy.wire import CacheView, RepairContext

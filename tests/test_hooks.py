@@ -422,7 +422,7 @@ def identity_breaks(monkeypatch) -> None:
     def broken(*args: object) -> object:
         raise RuntimeError("identity broke")
 
-    monkeypatch.setattr("llm_reasoning_proxy.hooks.repair.identity_of", broken)
+    monkeypatch.setattr("llm_reasoning_proxy.request.claim.identity_of", broken)
 
 
 async def test_an_entry_that_cannot_be_written_leaves_the_flow_alone(addons, identity_breaks, caplog) -> None:

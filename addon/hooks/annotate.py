@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mitmproxy import http
 
 from ..shared.events import EventLog, Skipped
-from ..shared.limits import MAX_OUTPUT_LINE_CHARS, bounded_name, cut_text
+from ..shared.limits import MAX_OUTPUT_LINE_CHARS, cut_text
 from ..shared.redact import masked_logger, redact_text, redact_url
-from ..wire import WireFormat
 
 logger = masked_logger(__name__)
 
 REPAIR_MARKER = ":wrench:"
-
-
-def request_model(wire_format: WireFormat, path: str, body: bytes, doc: Any | None) -> str | None:
-    """The model a request is for, as the proxy keeps it: a name past MAX_NAME_CHARS (a client's or an attacker's)
-    is cut and made unique by its hash, since it is logged and stored with every value of the answer."""
-    return bounded_name(wire_format.request_model(path, body, doc))
 
 
 def add_comment(flow: http.HTTPFlow, line: str) -> None:

@@ -10,11 +10,10 @@ from typing import Any
 
 from mitmproxy import http
 
-from .. import dialects
-from .. import wire as formats
 from ..cache import StoreUnavailable
 from ..request import repair_log
-from ..request.plans import INSERTING as INSERTING
+from ..request.claim import UnreadableBody, claim_request, may_hold_foreign, request_model, whose
+from ..request.notes import mismatch_note, silent_note, silent_provider
 from ..request.plans import RepairPlan
 from ..request.resume import Outcome, Reading, remember_whole, resume
 from ..request.signing import SIGNED_REMEDY, body_signer
@@ -22,79 +21,17 @@ from ..shared import compat, jsoncodec
 from ..shared.events import Repaired, loggable_actions
 from ..shared.failopen import after_sending, fail_open
 from ..shared.flow_meta import META, PENDING, complete_meta
-from ..shared.limits import MAX_DECODED_BYTES
-from ..shared.records import ActionTally, RepairAction, display_call_id, summarize_actions
+from ..shared.records import ActionTally, RepairAction, summarize_actions
 from ..shared.redact import masked_logger, redact_url
-from ..shared.scope import Caller, Identity, Scope, identity_of, scope_of
-from ..wire import RepairContext, WireFormat
-from ..wire.content_encoding import Undecodable, message_body
-from .annotate import REPAIR_MARKER, add_comment, report_skip, request_model
+from ..shared.scope import Caller, Identity, Scope
+from ..wire import WireFormat
+from .annotate import REPAIR_MARKER, add_comment, report_skip
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
 
 # Most (host, kind of credential) pairs the proxy says once that their scope ends when the credential rotates.
 _ROTATING_NOTED = 256
-
-
-def silent_provider(context: RepairContext, actions: list[RepairAction]) -> str | None:
-    """The provider that would have answered the request without the state the repair put back, only worse (it
-    drops reasoning silently); None where it would have refused it, or when nothing was put back."""
-    if not any(action.kind in INSERTING for action in actions):
-        return None
-    dialect = dialects.serving(context.host, context.path, context.model or "")
-    return dialect.name if dialect is not None and dialect.silent_drops else None
-
-
-def silent_note(provider: str) -> str:
-    return f"{provider} would not have refused the request without it: it drops reasoning silently, and answers worse"
-
-
-def may_hold_foreign(wire_format: WireFormat, body: bytes) -> bool:
-    """Whether a body may carry a signed value (and so one issued elsewhere), judged without parsing it."""
-    return any(marker in body for marker in wire_format.signed_markers)
-
-
-def _model_name(model: str | None) -> str:
-    return f"model {model}" if model is not None else "a request that named no model"
-
-
-def _mismatch_note(mismatched: dict[str, str | None], model: str | None) -> str:
-    """What the cache held for another model, said once for a request."""
-    by_model: dict[str | None, list[str]] = {}
-    for key, other in mismatched.items():
-        by_model.setdefault(other, []).append(key)
-    parts = [
-        f"{display_call_id(keys[0])}{f' and {len(keys) - 1} more' if len(keys) > 1 else ''} came from "
-        f"{_model_name(other)}"
-        for other, keys in by_model.items()
-    ]
-    return f"reasoning cached for {', '.join(parts)}; not replayed into {_model_name(model)}"
-
-
-class UnreadableBody(ValueError):
-    """An LLM route's body that cannot be read within the addon's bounds: it goes on untouched."""
-
-
-def claim_request(request: http.Request) -> tuple[WireFormat, bytes] | None:
-    """The wire format of an LLM request and its decoded body, or None for traffic to leave alone.
-
-    Nothing is decoded before the method and path say the request may be LLM traffic, and then no more than
-    MAX_DECODED_BYTES; a body that decodes to more, or is not what its encoding says, raises UnreadableBody.
-    """
-    data = request.data  # its bytes as they came: mitmproxy's attributes decode them anew on each access
-    if data.method != b"POST" or data.content is None:  # None: streamed through
-        return None
-    routes = formats.routes_raw(data.path)
-    if not routes:
-        return None
-    try:
-        body = message_body(request, MAX_DECODED_BYTES)
-    except Undecodable as e:
-        raise UnreadableBody(f"request body {e}") from None
-    path = request.path
-    wire_format = next((candidate for candidate in routes if candidate.claims("POST", path, body)), None)
-    return (wire_format, body) if wire_format is not None else None
 
 
 @dataclass
@@ -147,12 +84,9 @@ class RequestRepair:
         """Writes whose request it is into its flow's entry: the scope its answer's reasoning is filed under."""
         settings = self.runtime.settings
         assert settings is not None
-        identity = identity_of(caller, settings.credential_headers)
-        scope = scope_of(caller, identity)
+        identity, scope, by_content = whose(caller, settings.credential_headers, settings.anonymous_fallback)
         if identity.rotating is not None:
             self._note_rotating(scope.host, identity.rotating)
-        # Callers without any credential share one scope: there, only ids the provider issued find reasoning.
-        by_content = not scope.anonymous or settings.anonymous_fallback
         meta.update(scope=str(scope), host=scope.host, by_content=by_content)
         if identity.derived:  # capture files the answer's values under a scope that names its account
             meta["named_account"] = True
@@ -254,7 +188,7 @@ class RequestRepair:
             meta["resumed"] = True  # read from where the conversation's last request ended
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
-            report.skipped.append(_mismatch_note(plan.cache.mismatched, model))
+            report.skipped.append(mismatch_note(plan.cache.mismatched, model))
         report.skipped += [note for _, note in plan.foreign_kept]
         actions = plan.actions
         if not actions:

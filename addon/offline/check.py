@@ -21,9 +21,9 @@ from ..answer.provenance import Origin
 from ..answer.tap import read_recorded
 from ..cache import CacheLimits, MemoryStore
 from ..diagnosis import Diagnosis, classify
-from ..hooks.annotate import request_model
-from ..hooks.repair import INSERTING, UnreadableBody, claim_request, silent_provider
-from ..request.plans import plan_repair
+from ..request.claim import UnreadableBody, claim_request, request_model
+from ..request.notes import silent_provider
+from ..request.plans import INSERTING, plan_repair
 from ..request.signing import SIGNED_REMEDY, body_signer
 from ..shared import jsoncodec
 from ..shared.limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
