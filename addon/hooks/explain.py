@@ -21,12 +21,7 @@ from .. import dialects
 from .. import wire as formats
 from ..answer.provenance import Origin, foreign_lookup
 from ..cache import StoreUnavailable
-from ..diagnosis import GENERIC_RULES, RULES, UNKNOWN, Diagnosis, classify
-from ..dialects.anthropic import ANTHROPIC_BLOCK_BINDING, ANTHROPIC_BLOCK_BINDING_BETA
-from ..dialects.cerebras import REASONING_CONTENT_UNSUPPORTED
-from ..dialects.copilot import COPILOT_INVALID_REQUEST_BODY, REASONING_EFFORT_UNSUPPORTED
-from ..dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
-from ..dialects.mistral import MESSAGE_FIELD_NOT_PERMITTED
+from ..diagnosis import GENERIC_RULES, PLACEHOLDER_RULES, RULE_ADVICE, RULES, UNKNOWN, Diagnosis, classify
 from ..request.plans import INSERTING, RepairPlan
 from ..request.signing import SIGNED_REMEDY
 from ..shared import jsoncodec
@@ -41,7 +36,6 @@ from ..wire.base import call_lookup_keys, usable_keys
 from ..wire.chat_completions import format as chat_completions
 from ..wire.chat_completions.format import block_to_message
 from ..wire.content_encoding import message_body, message_prefix
-from ..wire.gemini import format as gemini
 from ..wire.responses import format as responses
 from ..wire.responses.format import item_index
 from .annotate import add_comment
@@ -51,7 +45,6 @@ logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
 REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
-_SIGNATURE_RULES = (GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING)
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
 _MENDED = "the client's request, mended by the proxy, broke "
@@ -87,43 +80,12 @@ FOREIGN_ADVICE = (
     "when it captured them (so the conversation must have gone through the proxy), otherwise start a new "
     "conversation or switch back to the model that issued them"
 )
-# Rules whose remedy is not the one of their kind.
-_RULE_ADVICE = {
-    ANTHROPIC_BLOCK_BINDING_BETA: (
-        "send thinking.block_binding only with the anthropic-beta value thinking-binding-controls-2026-08-01, or "
-        "leave it out"
-    ),
-    REASONING_EFFORT_UNSUPPORTED: "leave the reasoning effort out for this model: it does not take one",
-    REASONING_CONTENT_UNSUPPORTED: (
-        "the client sent reasoning_content, which this host does not take back (the proxy never adds it): the "
-        "client must leave it out, or send the reasoning as the host returned it (Cerebras: `reasoning`)"
-    ),
-    MESSAGE_FIELD_NOT_PERMITTED: (
-        "the provider takes no such field on a message (another provider's reasoning field, kept by the client from "
-        "an earlier model): the client must leave it out; the proxy sends what the client sent"
-    ),
-    # Only when the format's checks found nothing either (else the advice is the one for what they found).
-    COPILOT_INVALID_REQUEST_BODY: (
-        "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
-        "it with the last request that worked (scripts/check on a flow file of both)"
-    ),
-}
 # What each kind of repair fixes: the repair-off advice names only what would have fixed the error.
 _FIXED_BY = {
     "missing": (*INSERTING, "placeholder"),
     "schema": ("content_null", "merged"),
     "orphaned": ("removed",),
 }
-
-
-def binding_advice(cause: str | None) -> str:
-    """Anthropic binds a thinking block to the system prompt, tools and turns before it (preserved-thinking docs)."""
-    changed = f"the {cause} changed" if cause else "the system prompt, the tools or an earlier turn changed"
-    return (
-        f"{changed} since the thinking block was issued, and the block is bound to everything before it: send that "
-        'unchanged, remove the block, or set thinking.block_binding.prefix_mismatch_behavior to "drop_block" '
-        "(with anthropic-beta: thinking-binding-controls-2026-08-01)"
-    )
 
 
 def advise(
@@ -162,10 +124,9 @@ def advise(
             f"repair is off (llm_repair=false), and the proxy would have {would_repair}: turn repair on "
             "(--set llm_repair=true)"
         )
-    if diagnosis.rule == ANTHROPIC_BLOCK_BINDING:
-        return binding_advice(diagnosis.cause)
-    if diagnosis.rule in _RULE_ADVICE and kind == diagnosis.kind:
-        return _RULE_ADVICE[diagnosis.rule]
+    own = RULE_ADVICE.get(diagnosis.rule)  # the rule's own remedy, for the problem it names
+    if own is not None and kind == diagnosis.kind:
+        return own(diagnosis.cause) if callable(own) else own
     if kind == "foreign":
         return FOREIGN_ADVICE
     if kind == "duplicate":
@@ -276,8 +237,8 @@ class ErrorExplainer:
             repaired_here=repaired_here,
             healed=healed,
             repair_on=settings.repair,
-            placeholder_applies=wire_format.name == gemini.NAME
-            and rule in _SIGNATURE_RULES
+            placeholder_applies=wire_format.signature_placeholder
+            and rule in PLACEHOLDER_RULES
             and settings.signature_placeholder == "off",
             would_repair=summarize_actions(unapplied) if unapplied else "",
             kind=kind,
