@@ -33,11 +33,7 @@ from ..shared.records import RepairAction, Violation, display_call_id, summarize
 from ..shared.redact import masked_logger, redact_url
 from ..wire import CacheView, RepairContext, WireFormat
 from ..wire.base import call_lookup_keys, usable_keys
-from ..wire.chat_completions import format as chat_completions
-from ..wire.chat_completions.format import block_to_message
 from ..wire.content_encoding import message_body, message_prefix
-from ..wire.responses import format as responses
-from ..wire.responses.format import item_index
 from .annotate import add_comment
 from .runtime import Runtime
 
@@ -63,15 +59,7 @@ def locate(diagnosis: Diagnosis, wire_format: WireFormat, doc: Any) -> int | Non
     items = doc.get(wire_format.items_key) if isinstance(doc, dict) else None
     if not isinstance(items, list):
         return diagnosis.index
-    if wire_format.name == chat_completions.NAME and diagnosis.position is not None:
-        return block_to_message(items, diagnosis.position)  # Gemini's numbering, passed on by Copilot or OpenRouter
-    if wire_format.name == responses.NAME and diagnosis.item_ids:
-        named = item_index(items, diagnosis.item_ids)
-        if named is not None:
-            return named
-    if diagnosis.index is not None and 0 <= diagnosis.index < len(items):
-        return diagnosis.index
-    return None
+    return wire_format.item_named(items, diagnosis.index, diagnosis.position, diagnosis.item_ids)
 
 
 # A value issued for another model, deployment, account or conversation: the advice, in one place.
