@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.hooks.explain import FOREIGN_ADVICE, advise, locate, pick_finding
+from llm_reasoning_proxy.diagnosis.explanation import FOREIGN_ADVICE, advise, locate, pick_finding
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire import RepairContext, by_name
