@@ -56,7 +56,7 @@ RULES = (
         "unsupported",
         "reasoning_effort",
         "do not take reasoning_effort",
-        rx(r"thinking\s+models\s+do\s+not\s+take\s+reasoning_effort"),
+        rx(r"thinking\\s+models\\s+do\\s+not\\s+take\\s+reasoning_effort"),
         "the request sets reasoning_effort, which Acme's thinking models do not take",
         advice=EFFORT_ADVICE,
     ),
