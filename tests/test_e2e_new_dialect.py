@@ -4,7 +4,8 @@ Acme (made up) serves chat completions under /acme/, its thinking models refuse 
 without its reasoning_content, and it says so in words of its own. The test adds to a copy of the addon exactly
 these, and nothing else:
 
-1. `addon/dialects/acme.py` (ACME_DIALECT below): who Acme is, what its models require back, its error text;
+1. `addon/dialects/acme.py` (ACME_DIALECT below): who Acme is, what its models require back, its error texts (one
+   with the advice of its own that the explanation gives for it);
 2. one line, `"acme",`, in the registration list of `addon/dialects/__init__.py`;
 
 and, on the test's side, 3. its fake (`AcmeFake`), added to the fake provider. The proxy then repairs a client that
@@ -35,8 +36,9 @@ ACME_DIALECT = '''"""Acme Reasoning Cloud, a made-up provider: how a provider is
 
 from __future__ import annotations
 
-from .base import Dialect, Rule, rx
-from .deepseek import REASONING_CONTENT_MISSING
+from .base import REASONING_CONTENT_MISSING, Dialect, Rule, rx
+
+EFFORT_ADVICE = "leave reasoning_effort out for Acme's thinking models: they choose their own"
 
 RULES = (
     Rule(
@@ -47,6 +49,16 @@ RULES = (
         "has no reasoning_content",
         rx(r"assistant\\s+message\\s+(?P<index>\\d+)\\s+has\\s+no\\s+reasoning_content"),
         "an assistant tool-call message was sent back without its reasoning_content",
+    ),
+    Rule(
+        "acme_effort_unsupported",
+        "acme",
+        "unsupported",
+        "reasoning_effort",
+        "do not take reasoning_effort",
+        rx(r"thinking\\s+models\\s+do\\s+not\\s+take\\s+reasoning_effort"),
+        "the request sets reasoning_effort, which Acme's thinking models do not take",
+        advice=EFFORT_ADVICE,
     ),
 )
 
@@ -64,6 +76,7 @@ class Acme(Dialect):
 
 DIALECT = Acme()
 '''
+EFFORT_ADVICE = "leave reasoning_effort out for Acme's thinking models: they choose their own"
 MODEL = "acme-think-1"
 PATH = "/acme/v1/chat/completions"
 TOOLS = [{"type": "function", "function": {"name": "ls", "parameters": {"type": "object", "properties": {}}}}]
@@ -80,6 +93,8 @@ class AcmeFake:
 
     def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply:
         messages = doc["messages"]
+        if "reasoning_effort" in doc:
+            return Reply(400, {"error": {"message": "Acme: thinking models do not take reasoning_effort"}})
         for index, message in enumerate(messages):
             if (
                 message.get("role") == "assistant"
@@ -123,8 +138,8 @@ def acme() -> Any:
     provider.stop()
 
 
-def post(base_url: str, messages: list[dict], key: str) -> httpx.Response:
-    body = {"model": MODEL, "messages": messages, "tools": TOOLS}
+def post(base_url: str, messages: list[dict], key: str, **extra: Any) -> httpx.Response:
+    body = {"model": MODEL, "messages": messages, "tools": TOOLS, **extra}
     return httpx.post(f"{base_url}{PATH}", json=body, headers={"authorization": f"Bearer {key}"}, timeout=30)
 
 
@@ -156,6 +171,12 @@ def test_a_provider_added_as_a_module_and_a_line_is_repaired_and_explained(
         assert refused.status_code == 400 and "assistant message 1 has no reasoning_content" in refused.text
         assert post(proxy.url, messages, key).status_code == 200  # repaired
         proxy.wait_for_line("llm repaired")
+        # Acme's remedy for a text of its own, carried by its rule: no hook names Acme.
+        tail = LogTail(log)
+        assert post(proxy.url, messages[:1], key, reasoning_effort="high").status_code == 400
+        (effort,) = tail.wait_for("diagnosed")
+    assert effort["rule"] == "acme_effort_unsupported" and effort["provider"] == "acme"
+    assert effort["advice"] == EFFORT_ADVICE
 
     capture = tmp_path / "refused.mitm"
     refusing = (*options, "--set", "llm_repair=false", "-w", str(capture))
@@ -174,6 +195,7 @@ def test_a_provider_added_as_a_module_and_a_line_is_repaired_and_explained(
     check = subprocess.run(
         [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", "check", "--no-diff", str(capture)],
         env={**os.environ, "PYTHONPATH": str(package)},
+        cwd=package,  # `-m` puts the working directory first on the path: a checkout's own package must not win
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,7 +11,7 @@ from mitmproxy.test import tflow, tutils
 
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.hooks.explain import FOREIGN_ADVICE, advise, locate, pick_finding
+from llm_reasoning_proxy.diagnosis.explanation import FOREIGN_ADVICE, advise, locate, pick_finding
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire import RepairContext, by_name

@@ -11,18 +11,21 @@ diagnosis.
 
 from __future__ import annotations
 
-from ..dialects.base import Kind
+from ..dialects.base import Advice, Kind
 from .envelopes import MAX_SCAN, error_messages
-from .matching import GENERIC_RULES, MAX_MESSAGE, RULE_TABLE, RULES, classify
+from .matching import GENERIC_RULES, MAX_MESSAGE, PLACEHOLDER_RULES, RULE_ADVICE, RULE_TABLE, RULES, classify
 from .rules import UNKNOWN, Diagnosis
 
 __all__ = [
     "GENERIC_RULES",
     "MAX_MESSAGE",
     "MAX_SCAN",
+    "PLACEHOLDER_RULES",
     "RULES",
+    "RULE_ADVICE",
     "RULE_TABLE",
     "UNKNOWN",
+    "Advice",
     "Diagnosis",
     "Kind",
     "classify",

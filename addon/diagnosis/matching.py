@@ -12,7 +12,7 @@ import re
 
 from .. import dialects
 from ..dialects import openrouter
-from ..dialects.base import Kind, Rule, places
+from ..dialects.base import Advice, Kind, Rule, places
 from ..shared.redact import redact_text
 from .envelopes import FoundText, collect, decode, parse
 from .rules import UNKNOWN, Diagnosis
@@ -28,6 +28,10 @@ RULE_TABLE: tuple[Rule, ...] = dialects.rules()
 RULES: dict[str, tuple[Kind, str | None]] = {rule.rule: (rule.kind, rule.field) for rule in reversed(RULE_TABLE)}
 # Rules whose text names no cause (Copilot's bare "invalid request body", OpenRouter's preamble).
 GENERIC_RULES = frozenset(rule.rule for rule in RULE_TABLE if rule.generic)
+# The advice rules carry of their own, by rule id (the first rule of an id that gives one).
+RULE_ADVICE: dict[str, Advice] = {rule.rule: rule.advice for rule in reversed(RULE_TABLE) if rule.advice is not None}
+# Rules a signature placeholder is the remedy of, where the format's repair sends one.
+PLACEHOLDER_RULES = frozenset(rule.rule for rule in RULE_TABLE if rule.placeholder_remedy)
 
 # What the client must send back, named in the gateway's wire format, for the fields upstream texts name.
 _GATEWAY_FIELDS = {dialect.name: dialect.gateway_fields for dialect in dialects.DIALECTS if dialect.gateway_fields}

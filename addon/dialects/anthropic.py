@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .base import ANTHROPIC_THINKING_EXPECTED as ANTHROPIC_THINKING_EXPECTED
 from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Dialect, Rule, rx
 
-ANTHROPIC_THINKING_EXPECTED = "anthropic_thinking_expected"
 ANTHROPIC_SIGNATURE_MISSING = "anthropic_signature_missing"
 ANTHROPIC_BLOCK_BINDING = "anthropic_block_binding"
 ANTHROPIC_BLOCK_BINDING_BETA = "anthropic_block_binding_beta"
@@ -37,6 +37,16 @@ def _binding_cause(match: re.Match[str], found: dict[str, Any]) -> None:
     if tail is not None:
         cause = " ".join(_ARTICLE.sub("", tail.group("cause").strip()).replace("`", "").split())
         found["cause"] = cause or None
+
+
+def binding_advice(cause: str | None) -> str:
+    """Anthropic binds a thinking block to the system prompt, tools and turns before it (preserved-thinking docs)."""
+    changed = f"the {cause} changed" if cause else "the system prompt, the tools or an earlier turn changed"
+    return (
+        f"{changed} since the thinking block was issued, and the block is bound to everything before it: send that "
+        'unchanged, remove the block, or set thinking.block_binding.prefix_mismatch_behavior to "drop_block" '
+        "(with anthropic-beta: thinking-binding-controls-2026-08-01)"
+    )
 
 
 RULES: tuple[Rule, ...] = (
@@ -95,6 +105,7 @@ RULES: tuple[Rule, ...] = (
         "a thinking block was sent back under another prefix than the one it was created under (the system prompt, "
         "the tools or an earlier turn changed)",
         refine=_binding_cause,
+        advice=binding_advice,
     ),
     # Without the beta header, the binding controls are refused (https://github.com/Wei-Shaw/sub2api/pull/6677).
     Rule(
@@ -106,6 +117,10 @@ RULES: tuple[Rule, ...] = (
         rx(r"thinking\.(?:\w+\.)?block_binding:\s*Extra\s+inputs\s+are\s+not\s+permitted"),
         "thinking.block_binding was sent without the anthropic-beta value that enables it "
         "(thinking-binding-controls-2026-08-01)",
+        advice=(
+            "send thinking.block_binding only with the anthropic-beta value thinking-binding-controls-2026-08-01, or "
+            "leave it out"
+        ),
     ),
     Rule(
         ANTHROPIC_SIGNATURE_INVALID,

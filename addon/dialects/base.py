@@ -28,6 +28,12 @@ TOOL_RESULT_MISSING = "tool_result_missing"
 TOOL_RESULT_ORPHANED = "tool_result_orphaned"
 ENCRYPTED_CONTENT_FOREIGN = "encrypted_content_foreign"
 REASONING_CONTENT_MISSING = "reasoning_content_missing"
+# OpenAI's and xAI's texts for encrypted reasoning they cannot read back.
+RESPONSES_ENCRYPTED_CONTENT_INVALID = "responses_encrypted_content_invalid"
+# Rule ids of one family that a gateway in front of it passes on, and that the gateway's dialect names as what a
+# request without a signature breaks (Copilot relays Anthropic's and Vertex AI's texts).
+ANTHROPIC_THINKING_EXPECTED = "anthropic_thinking_expected"
+VERTEX_SIGNATURE_MISSING = "vertex_signature_missing"
 
 # Which assistant turns' reasoning a provider reads when a request sends it back: every turn's, or only the current
 # tool loop's (earlier turns' is discarded unless the request asks the provider to preserve it).
@@ -36,6 +42,10 @@ ReadBack = Literal["all", "current_loop"]
 
 # What a rule's `refine` reads more of a text with: the match, and the places found so far (to add to or change).
 Refine = Callable[[re.Match[str], dict[str, Any]], None]
+
+# What a person can do about a rule's error where the remedy of its kind of problem does not say it: a text, or one
+# made of what the error says changed (the diagnosis's `cause`, None when it names nothing).
+Advice = str | Callable[[str | None], str]
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,12 @@ class Rule:
     summary: str
     generic: bool = False  # only when no specific rule matched any text
     refine: Refine | None = None
+    # Given instead of the advice for its kind, when the problem is the rule's own kind (a generic rule whose cause
+    # the format's own checks found is advised as that cause). Rules of one id share it: the first given counts.
+    advice: Advice | None = None
+    # A signature the provider requires, which llm_signature_placeholder can stand in for (degraded) where the
+    # format's repair sends placeholders: the remedy named when nothing was cached and the setting is off.
+    placeholder_remedy: bool = False
 
 
 def rx(*parts: str) -> re.Pattern[str]:

@@ -27,6 +27,10 @@ RULES: tuple[Rule, ...] = (
         rx(r"messages\.(?P<index>\d+)\.assistant\.reasoning_content:\s*property\s+'[^']{0,200}'\s+is\s+unsupported"),
         "an assistant message carries reasoning_content, which this host does not take back (Cerebras reads earlier "
         "reasoning as `reasoning`)",
+        advice=(
+            "the client sent reasoning_content, which this host does not take back (the proxy never adds it): the "
+            "client must leave it out, or send the reasoning as the host returned it (Cerebras: `reasoning`)"
+        ),
     ),
 )
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .anthropic import ANTHROPIC_THINKING_EXPECTED
-from .base import ChatSignature, Dialect, Rule, rx
-from .gemini import VERTEX_SIGNATURE_MISSING
+from .base import ANTHROPIC_THINKING_EXPECTED, VERTEX_SIGNATURE_MISSING, ChatSignature, Dialect, Rule, rx
 
 COPILOT_SCHEMA = "copilot_schema"
 UNSUPPORTED_API_FOR_MODEL = "unsupported_api_for_model"
@@ -72,6 +70,7 @@ RULES: tuple[Rule, ...] = (
         "does not support reasoning effort",
         rx(r"model\s+\S+\s+does\s+not\s+support\s+reasoning\s+effort"),
         "the model does not take a reasoning effort",
+        advice="leave the reasoning effort out for this model: it does not take one",
     ),
     # https://github.com/zed-industries/zed/issues/43024 (a missing reasoning_opaque),
     # https://github.com/ericc-ch/copilot-api/issues/151
@@ -85,6 +84,11 @@ RULES: tuple[Rule, ...] = (
         "Copilot refused the body without saying why (seen for a missing or altered reasoning_opaque, and for "
         '"content": [] on an assistant message)',
         generic=True,
+        # Only when the format's checks found nothing either (else the advice is the one for what they found).
+        advice=(
+            "Copilot does not say what it refused, and the request breaks none of the rules the proxy checks: compare "
+            "it with the last request that worked (scripts/check on a flow file of both)"
+        ),
     ),
 )
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .base import VERTEX_SIGNATURE_MISSING as VERTEX_SIGNATURE_MISSING
 from .base import B, ChatSignature, Dialect, Rule, path_places, places, rx
 from .openai import deployment_model
 
 GEMINI_SIGNATURE_MISSING = "gemini_signature_missing"
-VERTEX_SIGNATURE_MISSING = "vertex_signature_missing"
 SIGNATURE_NOT_BASE64 = "signature_not_base64"
 SIGNATURE_INVALID = "signature_invalid"
 GEMINI_TURN_ORDER = "gemini_turn_order"
@@ -44,6 +44,7 @@ RULES: tuple[Rule, ...] = (
         rx(r"function\s+call\s+is\s+missing\s+a\s*thought_?signature\s+in\s+function_?call\s+parts"),
         _SIGNATURE_MISSING,
         refine=_position,
+        placeholder_remedy=True,
     ),
     Rule(
         VERTEX_SIGNATURE_MISSING,
@@ -58,6 +59,7 @@ RULES: tuple[Rule, ...] = (
             "thought_?signature",
         ),
         _SIGNATURE_MISSING,
+        placeholder_remedy=True,
     ),
     # https://github.com/google-gemini/gemini-cli/issues/8003
     Rule(

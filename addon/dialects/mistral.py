@@ -59,6 +59,10 @@ RULES: tuple[Rule, ...] = (
         rx(r"body\.messages\.(?P<index>\d+)\.\w+\.(?P<name>\w+):\s*Extra\s+inputs\s+are\s+not\s+permitted"),
         "a message carries a field the API does not take (another provider's reasoning field, say)",
         refine=_named_field,
+        advice=(
+            "the provider takes no such field on a message (another provider's reasoning field, kept by the client "
+            "from an earlier model): the client must leave it out; the proxy sends what the client sent"
+        ),
     ),
 )
 

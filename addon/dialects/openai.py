@@ -13,13 +13,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, Dialect, Q, Rule, path_places, rx
+from .base import RESPONSES_ENCRYPTED_CONTENT_INVALID as RESPONSES_ENCRYPTED_CONTENT_INVALID
 
 RESPONSES_REASONING_MISSING = "responses_reasoning_missing"
 RESPONSES_REASONING_ORPHANED = "responses_reasoning_orphaned"
 RESPONSES_DUPLICATE_ITEM = "responses_duplicate_item"
 RESPONSES_ITEM_NOT_FOUND = "responses_item_not_found"
 RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND = "responses_previous_response_not_found"
-RESPONSES_ENCRYPTED_CONTENT_INVALID = "responses_encrypted_content_invalid"
 CONTENT_EMPTY_ARRAY = "content_empty_array"
 
 # What an item is, by the prefix of the id the Responses API gave it.

@@ -14,8 +14,7 @@ refused: the model goes on without its earlier reasoning (https://github.com/duo
 
 from __future__ import annotations
 
-from .base import B, Dialect, Rule, rx
-from .openai import RESPONSES_ENCRYPTED_CONTENT_INVALID
+from .base import RESPONSES_ENCRYPTED_CONTENT_INVALID, B, Dialect, Rule, rx
 
 REASONING_SUMMARY_MISSING = "reasoning_summary_missing"
 

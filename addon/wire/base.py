@@ -273,6 +273,17 @@ class WireFormat(Protocol):
         with the slot the format's reader joins them in; `data` counts beside a type in `data_types`."""
         ...
 
+    # What an explanation of a provider's error asks of the format.
+    # Whether the repair sends a placeholder for a signature nothing was cached for (llm_signature_placeholder).
+    signature_placeholder: bool
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        """The index in the body's top-level list `items` of the item an error points at, from what its text gives:
+        a 0-based `index` into that list, a 1-based content-block `position` (Gemini's count of its contents, which a
+        gateway that turns this format into Gemini's passes on) or the `ids` of items or calls; None when what it
+        gives names no item here."""
+        ...
+
 
 def event_documents(data: bytes) -> Iterator[Any]:
     """The JSON documents in one SSE event's data.

@@ -607,3 +607,9 @@ class AnthropicMessages(Routed):
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         content = assistant_blocks(item_at(doc, self.items_key, index))
         return [_use_parts(block) for block in _tool_uses(content)] if content is not None else []
+
+    # The repair sends no placeholder for a signature nothing was cached for.
+    signature_placeholder = False
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        return index if index is not None and 0 <= index < len(items) else None

@@ -483,3 +483,9 @@ class BedrockConverse(Routed):
         if not isinstance(reasoning, dict) or "signature" not in reasoning:
             return []
         return [(("converse", jsoncodec.as_key(doc.get("contentBlockIndex")), "signature"), reasoning["signature"])]
+
+    # The repair sends no placeholder for a signature nothing was cached for.
+    signature_placeholder = False
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        return index if index is not None and 0 <= index < len(items) else None

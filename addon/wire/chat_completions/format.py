@@ -633,6 +633,14 @@ class ChatCompletions(Routed):
         message = item_at(doc, self.items_key, index)
         return [_call_parts(call) for call in _tool_calls(message)] if _is_assistant(message) else []
 
+    # The repair sends no placeholder for a signature nothing was cached for.
+    signature_placeholder = False
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        if position is not None:  # Gemini's count of its contents, passed on by Copilot or OpenRouter
+            return block_to_message(items, position)
+        return index if index is not None and 0 <= index < len(items) else None
+
 
 def block_to_message(messages: list[Any], position: int) -> int | None:
     """The chat message behind the N-th (1-based) content block Gemini was sent, as Copilot and OpenRouter turn a

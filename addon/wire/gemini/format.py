@@ -428,6 +428,12 @@ class GeminiNative(Routed):
         content = item_at(doc, self.items_key, index)
         return [call_parts(call) for _, _, call in _call_positions(content["parts"])] if _is_model(content) else []
 
+    # llm_signature_placeholder stands in for a signature nothing was cached for (`placeholder_value`).
+    signature_placeholder = True
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        return index if index is not None and 0 <= index < len(items) else None
+
 
 def unsigned_current_calls(contents: list[Any]) -> list[tuple[int, int, dict[str, Any], dict[str, Any]]]:
     """(content index, part position, part, functionCall) of each current-turn step whose first call is unsigned:

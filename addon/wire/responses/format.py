@@ -567,6 +567,15 @@ class Responses(Routed):
         item = item_at(doc, self.items_key, index)
         return [_call_parts(item)] if item is not None and item.get("type") == "function_call" else []
 
+    # The repair sends no placeholder for a signature nothing was cached for.
+    signature_placeholder = False
+
+    def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
+        named = item_index(items, ids) if ids else None  # an item or call the error names by id
+        if named is not None:
+            return named
+        return index if index is not None and 0 <= index < len(items) else None
+
 
 def item_index(items: list[Any], ids: list[str]) -> int | None:
     """The index of the first input item whose id or call_id is one of `ids`."""
