@@ -7,16 +7,13 @@ when the client dropped it, so the provider answers 200 instead of 400.
 
 from __future__ import annotations
 
-# The one place the version is written: pyproject.toml reads it from here, and the startup line shows the
-# version of the code that runs, installed or not.
-__version__ = "0.1.0"
-
 from .hooks.capture import ResponseCapture
 from .hooks.contentview import LlmContentView
 from .hooks.explain import ErrorExplainer
 from .hooks.repair import RequestRepair
 from .hooks.runtime import Runtime
 from .hooks.upkeep import CacheUpkeep
+from .shared.version import __version__
 
 
 def make_addons() -> list[object]:
@@ -33,6 +30,7 @@ def make_addons() -> list[object]:
 
 
 __all__ = [
+    "__version__",
     "CacheUpkeep",
     "ErrorExplainer",
     "LlmContentView",

@@ -756,7 +756,7 @@ def test_redis_outage_fails_fast_and_recovers(tmp_path, caplog, monkeypatch):
 
 
 def test_a_redis_password_in_the_query_is_never_shown_either():
-    from llm_reasoning_proxy.cache.redis_store import display_url
+    from llm_reasoning_proxy.shared.redact import display_url
 
     shown = display_url("redis://user:pw1secret@cache.internal/0?password=hunter2")
     assert "hunter2" not in shown and "pw1secret" not in shown and "cache.internal/0" in shown

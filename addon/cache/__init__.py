@@ -6,7 +6,8 @@ from pathlib import Path
 
 from .base import CacheLimits, ReasoningStore, StoreError, StoreUnavailable
 from .memory_store import MemoryStore
-from .redis_store import REDIS_SCHEMES, RedisStore
+from ..shared.settings import REDIS_SCHEMES
+from .redis_store import RedisStore
 from .sqlite_store import SQLiteStore
 
 

@@ -44,13 +44,12 @@ from redis.retry import Retry
 from ..shared import jsoncodec
 from ..shared.limits import PRUNE_STEP
 from ..shared.records import ReasoningRecord
-from ..shared.redact import masked_logger, redact_url
+from ..shared.redact import display_url, masked_logger
 from .base import CacheLimits, StoreError, StoreUnavailable
 from .remembered import RememberedRecords, by_key, warn_unreadable
 
 logger = masked_logger(__name__)
 
-REDIS_SCHEMES = ("redis://", "rediss://")
 PREFIX = "llm-reasoning-proxy:"
 # Records, their keys and their index, apart from those of versions that counted record ids (`<prefix>next-id`):
 # proxies of both versions can share one Redis while a fleet is upgraded, each reading only its own entries.
@@ -62,16 +61,6 @@ FIRST_PAUSE = 0.5  # seconds without trying Redis after a failure; doubled while
 LONGEST_PAUSE = 5.0
 
 T = TypeVar("T")
-
-
-def display_url(url: str) -> str:
-    """The URL without its password (in the user info or as a query parameter), for logs and messages."""
-    scheme, sep, rest = url.partition("://")
-    userinfo, at, hostpart = rest.rpartition("@")
-    if at:
-        user, colon, _ = userinfo.partition(":")
-        url = f"{scheme}{sep}{user}{':***' if colon else ''}@{hostpart}"
-    return redact_url(url) if "?" in url else url
 
 
 class RedisStore:

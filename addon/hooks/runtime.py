@@ -10,7 +10,7 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
 
-from .. import __version__
+from ..shared.version import __version__
 from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
 from ..request.history import HistoryMemory
 from ..request.plans import RepairPlan

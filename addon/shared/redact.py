@@ -443,3 +443,13 @@ def redact_json(value: Any) -> Any:
 
 def _is_secret_value(value: Any) -> bool:
     return (isinstance(value, str) and value != "") or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def display_url(url: str) -> str:
+    """The URL without its password (in the user info or as a query parameter), for logs and messages."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, hostpart = rest.rpartition("@")
+    if at:
+        user, colon, _ = userinfo.partition(":")
+        url = f"{scheme}{sep}{user}{':***' if colon else ''}@{hostpart}"
+    return redact_url(url) if "?" in url else url

@@ -18,9 +18,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict
 
-from ..cache.redis_store import REDIS_SCHEMES, display_url
+from .redact import display_url
+
 
 PROJECT = "llm-reasoning-proxy"
+# llm_cache values that name a Redis server (addon/cache/redis_store.py) rather than a SQLite file.
+REDIS_SCHEMES = ("redis://", "rediss://")
 
 
 def default_state_dir() -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ... import __version__
+from ...shared.version import __version__
 from ... import wire as formats
 from ...shared import jsoncodec
 from ...shared.redact import redact_json, redact_text
