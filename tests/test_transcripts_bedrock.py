@@ -374,7 +374,7 @@ def test_an_index_out_of_bounds_allocates_nothing(index: object) -> None:
     assembler = TRANSCRIBERS[FORMAT].assembler()
     for kind, doc in events_of(raw):
         assembler.event(doc, kind)
-    assert list(assembler._blocks) == [0]
+    assert list(assembler._stream.blocks) == [0]
     assert assembler.finish().parts() == [Part("text", text="near")]
 
 

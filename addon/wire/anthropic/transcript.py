@@ -1,11 +1,8 @@
 """Anthropic Messages (`/v1/messages`, Claude on Vertex AI's rawPredict and on Bedrock's InvokeModel): content
 blocks, thinking blocks with their signatures, redacted thinking, tool use and results, streamed block by block.
 
-A stream is `message_start` (model, usage so far), then per block `content_block_start` (its type and first
-fields), `content_block_delta`s (`text_delta`, `thinking_delta`, `signature_delta`, `input_json_delta`,
-`citations_delta`) and `content_block_stop`, then `message_delta` (stop reason, final usage) and `message_stop`;
-an `error` event can end it early. Bedrock's InvokeModelWithResponseStream carries the same events inside its
-`chunk` frames.
+A streamed answer's blocks are assembled by `stream.py`, as the capture's are, with their text kept; this module
+reads the message's own events (model, usage, stop reason, errors) and shows the blocks as parts.
 """
 
 from __future__ import annotations
@@ -14,7 +11,6 @@ from typing import Any
 
 from ...dialects.bedrock import INVOKE_STREAM, bedrock_route
 from ...shared import jsoncodec
-from ...shared.limits import MAX_CONTENT_BLOCKS
 from ..assembly import (
     AnswerAssembler,
     ListTranscriber,
@@ -27,13 +23,14 @@ from ..assembly import (
     text_of,
     usage_from,
 )
+from ..blocks import Block
 from ..conversation import Answer, Conversation, Message, Part, Usage
 from .format import AnthropicMessages
+from .stream import DELTA, START, STOP, MessagesStream
 
 WIRE_FORMAT = "anthropic_messages"
 _FORMAT = AnthropicMessages()
 MEDIA_TYPES = ("image", "document")
-MAX_CITATIONS = 256  # citations kept per block; past it they are counted
 
 
 def tool_result_text(content: Any) -> str:
@@ -165,45 +162,31 @@ def anthropic_usage(usage: Any) -> Usage:
     )
 
 
-# A delta's type -> the field of the block it adds to, and the block type it implies when no start came.
-_DELTAS = {
-    "text_delta": ("text", "text"),
-    "thinking_delta": ("thinking", "thinking"),
-    "signature_delta": ("signature", "thinking"),
-    "input_json_delta": ("partial_json", "tool_use"),
-}
+def whole_block(block: Block) -> dict[str, Any]:
+    """A streamed block as a non-streamed answer would hold it."""
+    whole = dict(block.start)
+    for name, held in block.pieces.items():
+        if name == "partial_json":
+            streamed = jsoncodec.join_text(held.pieces)
+            try:
+                whole["input"] = jsoncodec.loads(streamed) if streamed else whole.get("input", {})
+            except ValueError:  # cut short: what arrived, as it arrived
+                whole["input"] = streamed
+        else:
+            whole[name] = block.joined(name, whole.get(name))
+    if block.citations:
+        whole["citations"] = [*(whole.get("citations") or []), *block.citations]
+    return whole
 
 
-class _Block:
-    __slots__ = ("start", "pieces", "citations", "stopped")
-
-    def __init__(self, start: dict[str, Any]) -> None:
-        self.start = start
-        self.pieces: dict[str, list[str]] = {}
-        self.citations: list[Any] = []
-        self.stopped = False
-
-    def whole(self) -> dict[str, Any]:
-        """The block as a non-streamed answer would hold it."""
-        block = dict(self.start)
-        for name, pieces in self.pieces.items():
-            if name == "partial_json":
-                streamed = jsoncodec.join_text(pieces)
-                try:
-                    block["input"] = jsoncodec.loads(streamed) if streamed else block.get("input", {})
-                except ValueError:  # cut short: what arrived, as it arrived
-                    block["input"] = streamed
-            else:
-                block[name] = jsoncodec.join_text([as_str(block.get(name)) or "", *pieces])
-        if self.citations:
-            block["citations"] = [*(block.get("citations") or []), *self.citations]
-        return block
+def streamed_parts(block: Block, where: str) -> list[Part]:
+    return block_parts(whole_block(block), where)
 
 
 class AnthropicAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
-        self._blocks: dict[int, _Block] = {}
+        self._stream = MessagesStream(keep_text=True, kept=self.kept)
         self._role = "assistant"
         self._started = False  # a stream's message_start seen
 
@@ -220,8 +203,8 @@ class AnthropicAssembler(AnswerAssembler):
                 self.answer.usage = merge_usage(self.answer.usage, anthropic_usage(payload["usage"]))
         elif kind == "error" or (kind is None and isinstance(payload.get("error"), dict)):
             self.answer.problem = _problem(payload.get("error"))
-        elif kind in ("content_block_start", "content_block_delta", "content_block_stop"):
-            self._block_event(kind, payload)
+        elif kind in (START, DELTA, STOP):
+            self._stream.event(kind, payload)
 
     def _message(self, message: Any) -> None:
         if not isinstance(message, dict):
@@ -235,39 +218,6 @@ class AnthropicAssembler(AnswerAssembler):
         if isinstance(message.get("stop_reason"), str):
             self.answer.finish = message["stop_reason"]
 
-    def _block_event(self, kind: str, payload: dict[str, Any]) -> None:
-        index = payload.get("index")
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_CONTENT_BLOCKS:
-            return
-        if kind == "content_block_start":
-            start = payload.get("content_block")
-            self._blocks[index] = _Block(dict(start) if isinstance(start, dict) else {"type": None, "value": start})
-            return
-        block = self._blocks.get(index)
-        if kind == "content_block_stop":
-            if block is not None:
-                block.stopped = True
-            return
-        delta = payload.get("delta")
-        if not isinstance(delta, dict):
-            return
-        delta_type = delta.get("type")
-        if delta_type == "citations_delta":
-            if block is None:
-                block = self._blocks[index] = _Block({"type": "text", "text": ""})
-            if len(block.citations) < MAX_CITATIONS:
-                block.citations.append(delta.get("citation"))
-            return
-        if delta_type not in _DELTAS:
-            return
-        name, implied = _DELTAS[delta_type]
-        piece = delta.get(name)
-        if not isinstance(piece, str):
-            return
-        if block is None:  # a delta whose start never came (or was cut): keep what arrived
-            block = self._blocks[index] = _Block({"type": implied})
-        self.kept.add(block.pieces.setdefault(name, []), piece)
-
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
         if doc.get("type") == "error" or (isinstance(doc.get("error"), dict) and "content" not in doc):
@@ -278,17 +228,9 @@ class AnthropicAssembler(AnswerAssembler):
         answer.messages.append(Message(self._role, content_parts(content, "content"), "content"))
 
     def finish(self) -> Answer:
-        if self._blocks or self._started:
-            parts = [
-                part
-                for index in sorted(self._blocks)
-                for part in block_parts(self._blocks[index].whole(), f"content[{index}]")
-            ]
-            note = self.kept.note()
-            if note is not None:
-                parts.append(note)
-            self.answer.messages.append(Message(self._role, parts, "content"))
-        self._blocks.clear()
+        if self._stream.blocks or self._started:
+            self.answer.messages.append(self._stream.message(self._role, "content", "content", streamed_parts))
+        self._stream.blocks.clear()
         return self.answer
 
 

@@ -2,11 +2,10 @@
 one key (`text`, `reasoningContent`, `toolUse`, `toolResult`, `image`, `document`, ...), the model named in the
 path.
 
-ConverseStream sends AWS event-stream frames, each event's type in its `:event-type` header: `messageStart`,
-`contentBlockStart` (a tool use's id and name), `contentBlockDelta` (`text`, `reasoningContent` with `text`,
-`signature` or `redactedContent`, `toolUse` with a piece of `input`), `contentBlockStop`, `messageStop` (the stop
-reason) and `metadata` (usage). The AWS SDKs hand the same events to their callers wrapped in their name
-(`{"contentBlockDelta": {...}}`); an event in that shape is read too.
+A streamed answer's blocks are assembled by `stream.py`, as the capture's are, with their text kept; this module
+reads the message's own events (role, stop reason, usage, exceptions) and shows the blocks as parts. The AWS SDKs
+hand the events to their callers wrapped in their name (`{"contentBlockDelta": {...}}`); an event in that shape is
+read too.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 
 from ...dialects.bedrock import CONVERSE_STREAM, bedrock_route
 from ...shared import jsoncodec
-from ...shared.limits import MAX_CONTENT_BLOCKS
 from ..assembly import (
     AnswerAssembler,
     ListTranscriber,
@@ -27,8 +25,10 @@ from ..assembly import (
     text_of,
     usage_from,
 )
+from ..blocks import Block
 from ..conversation import Answer, Conversation, Message, Part, Usage
-from .format import REASONING, TOOL_USE, BedrockConverse, block_kind
+from .format import BedrockConverse
+from .stream import BLOCK_EVENTS, REASONING, TOOL_USE, ConverseStream, block_kind
 
 WIRE_FORMAT = "bedrock_converse"
 _FORMAT = BedrockConverse()
@@ -170,48 +170,39 @@ def converse_usage(usage: Any) -> Usage:
     )
 
 
-class _Block:
-    __slots__ = ("tool_use", "pieces")
-
-    def __init__(self) -> None:
-        self.tool_use: dict[str, Any] | None = None  # contentBlockStart's toolUse: its id and name
-        self.pieces: dict[str, list[str]] = {}  # "text", "reasoning", "signature", "redactedContent", "input"
-
-    def parts(self, where: str) -> list[Part]:
-        joined = {name: jsoncodec.join_text(pieces) for name, pieces in self.pieces.items()}
-        parts: list[Part] = []
-        if "reasoning" in joined or "signature" in joined or "redactedContent" in joined:
-            reasoning: dict[str, Any] = {}
-            if "reasoning" in joined or "signature" in joined:
-                reasoning["reasoningText"] = {"text": joined.get("reasoning", "")}
-                if "signature" in joined:
-                    reasoning["reasoningText"]["signature"] = joined["signature"]
-            if "redactedContent" in joined:
-                reasoning["redactedContent"] = joined["redactedContent"]
-            parts += reasoning_parts(reasoning, where)
-        if "text" in joined:
-            parts.append(Part("text", text=joined["text"]))
-        if self.tool_use is not None or "input" in joined:
-            use = self.tool_use or {}
-            streamed = joined.get("input", "")
-            try:
-                arguments = text_of(jsoncodec.loads(streamed)) if streamed else text_of(use.get("input", {}))
-            except ValueError:  # cut short: what arrived, as it arrived
-                arguments = streamed
-            call_id, name = as_str(use.get("toolUseId")), as_str(use.get("name"))
-            parts.append(Part("tool_call", text=arguments, call_id=call_id, name=name))
-        return parts
-
-
-_DELTA_MEMBERS = (("text", "reasoning"), ("signature", "signature"), ("redactedContent", "redactedContent"))
+def streamed_parts(block: Block, where: str) -> list[Part]:
+    """A streamed block's parts: its reasoning, its text and its tool call, whichever of them came at its index."""
+    joined = {name: jsoncodec.join_text(held.pieces) for name, held in block.pieces.items()}
+    parts: list[Part] = []
+    if "reasoning" in joined or "signature" in joined or "redactedContent" in joined:
+        reasoning: dict[str, Any] = {}
+        if "reasoning" in joined or "signature" in joined:
+            reasoning["reasoningText"] = {"text": joined.get("reasoning", "")}
+            if "signature" in joined:
+                reasoning["reasoningText"]["signature"] = joined["signature"]
+        if "redactedContent" in joined:
+            reasoning["redactedContent"] = joined["redactedContent"]
+        parts += reasoning_parts(reasoning, where)
+    if "text" in joined:
+        parts.append(Part("text", text=joined["text"]))
+    if block.start is not None or "input" in joined:
+        use = block.start or {}
+        streamed = joined.get("input", "")
+        try:
+            arguments = text_of(jsoncodec.loads(streamed)) if streamed else text_of(use.get("input", {}))
+        except ValueError:  # cut short: what arrived, as it arrived
+            arguments = streamed
+        call_id, name = as_str(use.get("toolUseId")), as_str(use.get("name"))
+        parts.append(Part("tool_call", text=arguments, call_id=call_id, name=name))
+    return parts
 
 
 class ConverseAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
-        self._blocks: dict[int, _Block] = {}
+        self._stream = ConverseStream(keep_text=True, kept=self.kept)
         self._role = "assistant"
-        self._started = False  # a stream's messageStart (or any block) seen
+        self._started = False  # a stream's messageStart seen
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         if len(payload) == 1:  # an event wrapped in its name, as the AWS SDKs hand them over
@@ -222,8 +213,8 @@ class ConverseAssembler(AnswerAssembler):
             self._started = True
             if isinstance(payload.get("role"), str):
                 self._role = payload["role"]
-        elif name in ("contentBlockStart", "contentBlockDelta"):
-            self._block_event(name, payload)
+        elif name in BLOCK_EVENTS:
+            self._stream.event(name, payload)
         elif name == "messageStop":
             if isinstance(payload.get("stopReason"), str):
                 self.answer.finish = payload["stopReason"]
@@ -233,33 +224,6 @@ class ConverseAssembler(AnswerAssembler):
         elif name is not None and name.endswith("Exception"):
             message = as_str(payload.get("message"))
             self.answer.problem = f"{name}: {message}" if message else name
-
-    def _block_event(self, name: str, payload: dict[str, Any]) -> None:
-        index = payload.get("contentBlockIndex")
-        # The same bound as the format's reader: a hostile index allocates nothing.
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < MAX_CONTENT_BLOCKS:
-            return
-        member = payload.get("start" if name == "contentBlockStart" else "delta")
-        if not isinstance(member, dict):
-            return
-        block = self._blocks.get(index)
-        if block is None:
-            block = self._blocks[index] = _Block()
-        self._started = True
-        if name == "contentBlockStart":
-            if isinstance(member.get(TOOL_USE), dict):
-                block.tool_use = member[TOOL_USE]
-            return
-        if isinstance(member.get("text"), str):
-            self.kept.add(block.pieces.setdefault("text", []), member["text"])
-        reasoning = member.get(REASONING)
-        if isinstance(reasoning, dict):
-            for key, field in _DELTA_MEMBERS:
-                if isinstance(reasoning.get(key), str):
-                    self.kept.add(block.pieces.setdefault(field, []), reasoning[key])
-        use = member.get(TOOL_USE)
-        if isinstance(use, dict) and isinstance(use.get("input"), str):
-            self.kept.add(block.pieces.setdefault("input", []), use["input"])
 
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
@@ -277,18 +241,10 @@ class ConverseAssembler(AnswerAssembler):
             answer.messages.append(Message("?", [other("output", output)], "output"))
 
     def finish(self) -> Answer:
-        if self._blocks or self._started:
-            where = "output.message"
-            parts = [
-                part
-                for index in sorted(self._blocks)
-                for part in self._blocks[index].parts(f"{where}.content[{index}]")
-            ]
-            note = self.kept.note()
-            if note is not None:
-                parts.append(note)
-            self.answer.messages.append(Message(self._role, parts, where))
-        self._blocks.clear()
+        if self._stream.blocks or self._started:
+            message = self._stream.message(self._role, "output.message", "output.message.content", streamed_parts)
+            self.answer.messages.append(message)
+        self._stream.blocks.clear()
         return self.answer
 
 
