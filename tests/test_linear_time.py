@@ -61,7 +61,7 @@ def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> Non
 def test_countless_choices_each_opening_a_think_block_cost_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader keeps MAX_CHOICES choices, so the case above stops early; without that bound, whether a `<think>`
     block is open in some choice is still known after each chunk without looking at every choice."""
-    monkeypatch.setattr("llm_reasoning_proxy.wire.chat_completions.format.MAX_CHOICES", 1 << 30, raising=False)
+    monkeypatch.setattr("llm_reasoning_proxy.wire.chat_completions.keep.MAX_CHOICES", 1 << 30)
     reader = formats.by_name("chat_completions").reader()
     read_recorded(reader, answers.chat_think_choices(BASE), sse=True)
     assert reader.budget.over is None  # every choice was kept: no bound cut the reading short
@@ -227,6 +227,7 @@ def test_an_answer_of_countless_choices_keeps_its_bound_and_says_so() -> None:
     choices = b",".join([b"{}"] * 10 * MAX_CHOICES)
     answer = read_answer("chat_completions", b'data: {"choices":[%s]}\n\n' % choices, sse=True)
     assert len(answer.messages) == MAX_CHOICES and "pieces of the answer past its bounds" in answer.parts()[-1].text
-    calls = b",".join([b"{}"] * 10 * MAX_TOOL_CALLS)
+    # Fragments without an index continue the call before them (as the capture reads them): each call has its own.
+    calls = b",".join(b'{"index": %d}' % index for index in range(10 * MAX_TOOL_CALLS))
     answer = read_answer("chat_completions", b'data: {"choices":[{"delta":{"tool_calls":[%s]}}]}\n\n' % calls, sse=True)
     assert sum(part.kind == "tool_call" for part in answer.parts()) == MAX_TOOL_CALLS

@@ -29,8 +29,9 @@ from typing import Any
 
 from ... import dialects
 from ...shared import jsoncodec
-from ...shared.limits import Budget, Parts, utf8_size
+from ...shared.limits import Budget, Parts
 from ...shared.records import split_call_id
+from .keep import BudgetKeep, Keep, Text
 
 DIALECT_FIELDS = dialects.message_fields()
 TEXT_FIELDS = ("reasoning_text", "reasoning_opaque", "reasoning_content", *DIALECT_FIELDS)
@@ -68,28 +69,35 @@ class DetailAssembler:
 
     Fragments of one entry share `type` and `index` (an encrypted entry and a
     summary can both have index 0); their strings are concatenated, so a text
-    split over many chunks and a signature sent last both end up whole.
+    split over many chunks and a signature sent last both end up whole. A
+    fragment is kept whole or not at all, as its `keep` allows (a Budget of its
+    own when none is given).
     """
 
-    def __init__(self, budget: Budget | None = None) -> None:
-        self._budget = budget or Budget()
+    def __init__(self, keep: Keep | Budget | None = None) -> None:
+        self._keep = keep if keep is not None and not isinstance(keep, Budget) else BudgetKeep(keep)
         self._entries: dict[tuple[Any, Any], dict[str, Any]] = {}
         self._parts: dict[tuple[Any, Any], dict[str, list[str]]] = {}
-        self._sizes: dict[tuple[Any, Any], int] = {}  # bytes of each entry's strings, for the budget
+        self._sizes: dict[tuple[Any, Any], int] = {}  # the size of each entry's strings, for the bound
 
     def __bool__(self) -> bool:
         return bool(self._entries)
 
     def add(self, fragments: list[Any]) -> None:
+        keep = self._keep
         for fragment in fragments:
             if not isinstance(fragment, dict):
                 continue
             identity = (jsoncodec.as_key(fragment.get("type")), jsoncodec.as_key(fragment.get("index")))
-            size = sum(utf8_size(value) for value in fragment.values() if isinstance(value, str))
-            if not self._budget.take(DETAILS_FIELD, size, self._sizes.get(identity, 0)):
-                return
-            self._sizes[identity] = self._sizes.get(identity, 0) + size
             entry = self._entries.get(identity)
+            if entry is None and not keep.detail(len(self._entries)):
+                continue
+            size = keep.measure(fragment)
+            if not keep.take(DETAILS_FIELD, size, self._sizes.get(identity, 0)):
+                if keep.stops:
+                    return
+                continue
+            self._sizes[identity] = self._sizes.get(identity, 0) + size
             if entry is None:
                 self._entries[identity] = dict(fragment)
                 self._parts[identity] = {}
@@ -121,8 +129,9 @@ class ThinkBlock:
 
     __slots__ = ("parts", "state", "_head", "_tail")
 
-    def __init__(self, budget: Budget) -> None:
-        self.parts = Parts(THINK_FIELD, budget)
+    def __init__(self, parts: Text | Budget) -> None:
+        # The block's text, in the assembly's keeping (a Budget: a text of its own within it).
+        self.parts = Parts(THINK_FIELD, parts) if isinstance(parts, Budget) else parts
         self.state = "head"  # head (is it a block?), inside, after (the closing tag seen), done, none (not a block)
         # The content's first non-whitespace text, while too short to tell: a strict prefix of THINK_OPEN, at most 6
         # characters. The whitespace before it is held in `parts`, within the budget, as the block begins with it.
@@ -197,10 +206,6 @@ def put_back_think(message: dict[str, Any], block: str) -> bool:
     return True
 
 
-# What a streamed thinking chunk costs the answer's budget whatever its text.
-_CHUNK_COST = 1024
-
-
 def is_thinking_chunk(chunk: Any) -> bool:
     return isinstance(chunk, dict) and chunk.get("type") == "thinking"
 
@@ -214,12 +219,12 @@ class ThinkingChunks:
     one whose `thinking` is empty; the pieces are joined into one text part.
     """
 
-    def __init__(self, budget: Budget, *, streamed: bool) -> None:
-        self._budget = budget
+    def __init__(self, keep: Keep, *, streamed: bool) -> None:
+        self._keep = keep
         self._streamed = streamed
         self._whole: list[dict[str, Any]] = []
         self._heads: list[dict[str, Any]] = []  # a streamed chunk's keys other than its text
-        self._texts: list[Parts] = []
+        self._texts: list[Text] = []
         self._open = False
 
     def __bool__(self) -> bool:
@@ -228,7 +233,7 @@ class ThinkingChunks:
     def add(self, content: list[Any]) -> None:
         for chunk in content:
             if not self._streamed:
-                if is_thinking_chunk(chunk) and self._budget.take(THINKING_FIELD, len(jsoncodec.dumps(chunk))):
+                if is_thinking_chunk(chunk) and self._keep.value(THINKING_FIELD, chunk):
                     self._whole.append(chunk)
                 continue
             parts = chunk.get("thinking") if is_thinking_chunk(chunk) else None
@@ -236,14 +241,18 @@ class ThinkingChunks:
                 self._open = False  # the closing fragment, or another kind of chunk: the thinking chunk ended
                 continue
             if not self._open:
-                if not self._budget.take("thinking chunk", _CHUNK_COST):  # countless empty chunks are bounded too
+                if not self._keep.thinking_chunk():
                     return
                 self._heads.append({key: value for key, value in chunk.items() if key != "thinking"})
-                self._texts.append(Parts(THINKING_FIELD, self._budget))
+                self._texts.append(self._keep.text(THINKING_FIELD))
                 self._open = True
             for part in parts:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     self._texts[-1].append(part["text"])
+
+    def text(self) -> str:
+        """The text of every streamed chunk, one after the other, as a person reads it."""
+        return "".join(piece for text in self._texts for piece in text.pieces)
 
     def chunks(self) -> list[dict[str, Any]]:
         if not self._streamed:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...shared.limits import MAX_CHOICES, MAX_CONTENT_BLOCKS, MAX_TOOL_CALLS
-from ..assembly import AnswerAssembler, AnswerLimits, ListTranscriber, other, text_of, usage_from
+from ...shared.limits import MAX_CHOICES
+from ..assembly import AnswerAssembler, ListTranscriber, other, text_of, usage_from
 from ..conversation import Answer, Conversation, Message, Part, Usage
 from .fields import DIALECT_FIELDS, THINK_CLOSE, THINK_OPEN
+from .keep import AnswerKeep
+from .stream import ChatStream, Choice
 
 WIRE_FORMAT = "chat_completions"
 READABLE_FIELDS = ("reasoning_content", "reasoning_text", "reasoning")
@@ -166,86 +168,35 @@ def chat_usage(usage: Any) -> Usage:
     return found
 
 
-class _Choice:
-    """One choice's deltas, joined at the end: a 2,000-event answer is 2,000 pieces, joined once."""
-
-    def __init__(self, kept: AnswerLimits) -> None:
-        self.kept = kept
-        self.role = "assistant"
-        self.pieces: dict[str, list[str]] = {}  # field ("content", "reasoning_content", ...) -> its pieces
-        self.details: dict[int, dict[str, list[str]]] = {}
-        self.calls: dict[int, dict[str, Any]] = {}
-
-    def add(self, delta: dict[str, Any]) -> None:
-        for name in ("content", *READABLE_FIELDS, *OPAQUE_FIELDS):
-            value = delta.get(name)
-            if isinstance(value, str) and value:
-                self.kept.add(self.pieces.setdefault(name, []), value)
-            elif name == "content" and isinstance(value, list):  # Mistral's chunks in a stream
-                for chunk in value:
-                    if not isinstance(chunk, dict):
-                        continue
-                    if chunk.get("type") == "text":
-                        self.kept.add(self.pieces.setdefault("content", []), text_of(chunk.get("text")))
-                    elif chunk.get("type") == "thinking" and isinstance(chunk.get("thinking"), list):
-                        texts = [text_of(c.get("text")) for c in chunk["thinking"] if isinstance(c, dict)]
-                        self.kept.add(self.pieces.setdefault("thinking", []), "".join(texts))
-        details = delta.get("reasoning_details")
-        for position, entry in enumerate(details if isinstance(details, list) else []):
-            if isinstance(entry, dict):
-                index = entry.get("index") if isinstance(entry.get("index"), int) else position
-                slot = self.kept.slot(self.details, index, dict, MAX_CONTENT_BLOCKS)
-                if slot is None:
-                    continue
-                for key in ("text", "summary", "signature", "data"):
-                    if isinstance(entry.get(key), str) and entry[key]:
-                        self.kept.add(slot.setdefault(key, []), entry[key])
-        calls = delta.get("tool_calls")
-        for call in calls if isinstance(calls, list) else []:
-            if not isinstance(call, dict):
-                continue
-            index = call.get("index") if isinstance(call.get("index"), int) else len(self.calls)
-            slot = self.kept.slot(self.calls, index, lambda: {"arguments": []}, MAX_TOOL_CALLS)
-            if slot is None:
-                continue
-            if isinstance(call.get("id"), str):
-                slot["id"] = call["id"]
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
-            if isinstance(function.get("name"), str):
-                slot["name"] = function["name"]
-            if isinstance(function.get("arguments"), str):
-                self.kept.add(slot["arguments"], function["arguments"])
-            if isinstance(call.get("extra_content"), dict):
-                slot["extra_content"] = call["extra_content"]
-
-    def message(self, where: str) -> Message:
-        message: dict[str, Any] = {"role": self.role}
-        for name, pieces in self.pieces.items():
-            message[name] = "".join(pieces)
-        thinking = message.pop("thinking", None)
-        if self.details:
-            message["reasoning_details"] = [
-                {key: "".join(pieces) for key, pieces in self.details[index].items()} for index in sorted(self.details)
-            ]
-        if self.calls:
-            message["tool_calls"] = [
-                {
-                    **({"id": slot["id"]} if "id" in slot else {}),
-                    "function": {"name": slot.get("name"), "arguments": "".join(slot["arguments"])},
-                    **({"extra_content": slot["extra_content"]} if "extra_content" in slot else {}),
-                }
-                for slot in (self.calls[index] for index in sorted(self.calls))
-            ]
-        result = message_of(message, where)
-        if thinking:
-            result.parts.insert(0, Part("reasoning", text=thinking, field="thinking"))
-        return result
+def _message_of(choice: Choice, where: str) -> Message:
+    """A streamed choice as the message it amounts to, read as a whole one is."""
+    message: dict[str, Any] = {"role": "assistant"}
+    for name, text in choice.texts.items():
+        message[name] = "".join(text.pieces)
+    if choice.details:
+        message["reasoning_details"] = choice.details.entries()
+    if choice.calls:
+        message["tool_calls"] = [
+            {
+                **({"id": slot.id} if slot.id else {}),
+                "function": {"name": slot.name or None, "arguments": "".join(slot.arguments.pieces)},
+                **({"extra_content": slot.fields["extra_content"]} if "extra_content" in slot.fields else {}),
+            }
+            for slot in (choice.calls[index] for index in sorted(choice.calls))
+        ]
+    result = message_of(message, where)
+    thinking = choice.chunks.text() if choice.chunks else ""
+    if thinking:
+        result.parts.insert(0, Part("reasoning", text=thinking, field="thinking"))
+    return result
 
 
 class ChatAssembler(AnswerAssembler):
+    """An answer assembled as the capture assembles it (stream.py), with its text, within AnswerLimits."""
+
     def __init__(self) -> None:
         super().__init__()
-        self._choices: dict[int, _Choice] = {}
+        self._stream = ChatStream(AnswerKeep(self.kept), keep_text=True)
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         answer = self.answer
@@ -255,17 +206,13 @@ class ChatAssembler(AnswerAssembler):
             answer.usage = chat_usage(payload["usage"])
         if isinstance(payload.get("error"), dict):
             answer.problem = text_of(payload["error"].get("message") or payload["error"])
-        for position, choice in enumerate(self._choice_list(payload)):
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index") if isinstance(choice.get("index"), int) else position
-            state = self.kept.slot(self._choices, index, lambda: _Choice(self.kept), MAX_CHOICES)
-            if state is None:
-                continue
-            delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
-            state.add(delta)
-            if isinstance(choice.get("finish_reason"), str):
-                answer.finish = choice["finish_reason"]
+        choices = payload.get("choices")
+        if isinstance(choices, list) and len(choices) > MAX_CHOICES:  # the rest counted, not read
+            payload = {**payload, "choices": self._choice_list(payload)}
+        stream = self._stream
+        stream.feed(payload)
+        if stream.finish is not None:
+            answer.finish = stream.finish
 
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
@@ -286,9 +233,10 @@ class ChatAssembler(AnswerAssembler):
         return choices[:MAX_CHOICES]
 
     def finish(self) -> Answer:
-        for index in sorted(self._choices):
-            self.answer.messages.append(self._choices[index].message(f"choices[{index}]"))
-        self._choices.clear()
+        choices = self._stream.choices
+        for index in sorted(choices):
+            self.answer.messages.append(_message_of(choices[index], f"choices[{index}]"))
+        choices.clear()
         note = self.kept.note()
         if note is not None and self.answer.messages:
             self.answer.messages[-1].parts.append(note)
