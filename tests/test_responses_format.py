@@ -13,7 +13,7 @@ from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.events import summarize_record
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
 from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
-from llm_reasoning_proxy.wire.responses import format as responses_module
+from llm_reasoning_proxy.wire.responses import stream as responses_stream
 from llm_reasoning_proxy.wire.responses.format import Responses
 from llm_reasoning_proxy.wire.sse import SSEEvent
 from tests.support import capture
@@ -192,7 +192,7 @@ def test_only_a_handful_of_events_are_parsed(monkeypatch: pytest.MonkeyPatch) ->
         parsed.append(doc["type"])
         return doc
 
-    monkeypatch.setattr(responses_module.jsoncodec, "loads", loads)
+    monkeypatch.setattr(responses_stream.jsoncodec, "loads", loads)
     tap_records(PYDANTIC_STREAM.read_bytes(), sse=True, size=None)
     # response.in_progress, the deltas and response.completed (every item already whole) are skipped.
     assert parsed == ["response.created", "response.output_item.done", "response.output_item.done"]

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...shared.limits import MAX_CHOICES
-from ..assembly import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, merge_usage, other, text_of, usage_from
+from ..assembly import AnswerAssembler, ListTranscriber, merge_usage, other, text_of, usage_from
 from ..conversation import Answer, Conversation, Message, Part, Usage
-from .format import FUNCTION_RESPONSE_KEYS, METHODS, NAME, SIGNATURE_KEYS, call_parts, function_call, path_model
+from .parts import FUNCTION_RESPONSE_KEYS, METHODS, NAME, call_parts, function_call, path_model, shown_signature
+from .stream import Candidate, GeminiStream, Run, Signature, Unlisted
 
 WIRE_FORMAT = NAME
 STREAM_METHOD = METHODS[1]  # ":streamGenerateContent"
@@ -34,15 +34,6 @@ def _first(doc: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]
         if key in doc:
             return key, doc[key]
     return None, None
-
-
-def _signature(part: dict[str, Any]) -> tuple[str, str] | None:
-    """The part's thought signature and the key it came under, when it has one."""
-    for key in SIGNATURE_KEYS:
-        value = part.get(key)
-        if value is not None and value != "":
-            return key, value if isinstance(value, str) else text_of(value)
-    return None
 
 
 def _media(data: Any, uri_key: str) -> Part:
@@ -85,9 +76,10 @@ def part_parts(part: Any, where: str) -> list[Part]:
         parts.append(_media(inline, "uri"))
     elif file is not None:
         parts.append(_media(file, "fileUri"))
-    signature = _signature(part)
+    signature = shown_signature(part)
     if signature is not None:
-        parts.append(Part.opaque(signature[0], signature[1], belongs_to))
+        key, value = signature
+        parts.append(Part.opaque(key, value if isinstance(value, str) else text_of(value), belongs_to))
     elif not parts and "text" not in part:
         parts.append(other(where, part))  # executableCode, codeExecutionResult, a function call of the wrong shape
     return parts
@@ -168,84 +160,42 @@ def gemini_usage(usage: Any) -> Usage:
     )
 
 
-class _Run:
-    """A run of streamed text parts of one kind ("text" or "thought"), joined once at the end, and the signatures
-    that came on its pieces."""
-
-    __slots__ = ("chars", "kind", "left_out", "pieces", "signatures")
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
-        self.pieces: list[str] = []
-        self.chars = 0
-        self.left_out = 0
-        self.signatures: list[Part] = []
-
-    def add(self, text: str) -> None:
-        if self.chars + len(text) > MAX_ASSEMBLED_CHARS:
-            self.left_out += len(text)
-            return
-        self.pieces.append(text)
-        self.chars += len(text)
-
-    def parts(self) -> list[Part]:
-        text = "".join(self.pieces)
-        found = []
-        if text:
-            found.append(
-                Part("reasoning", text=text, field="thought") if self.kind == "thought" else Part("text", text=text)
-            )
-        return found + self.signatures
+def run_parts(run: Run) -> list[Part]:
+    """A run of streamed text as one part, then the signatures that came on its pieces."""
+    text = run.text()
+    found = []
+    if text:
+        found.append(
+            Part("reasoning", text=text, field="thought") if run.kind == "thought" else Part("text", text=text)
+        )
+    return found + [_opaque(signature) for signature in run.signatures]
 
 
-class _Candidate:
-    __slots__ = ("items", "role")
-
-    def __init__(self) -> None:
-        self.role = "model"
-        self.items: list[_Run | Part] = []
-
-    def add(self, part: Any, where: str) -> None:
-        text = part.get("text") if isinstance(part, dict) else None
-        if not isinstance(text, str) or function_call(part) is not None:
-            self.items.extend(part_parts(part, where))
-            return
-        kind = "thought" if part.get("thought") is True else "text"
-        last = self.items[-1] if self.items else None
-        run = last if isinstance(last, _Run) and (last.kind == kind or not text) else None
-        if text:
-            if run is None:
-                run = _Run(kind)
-                self.items.append(run)
-            run.add(text)
-        signature = _signature(part)
-        if signature is not None:
-            opaque = Part.opaque(signature[0], signature[1])
-            if run is not None:
-                run.signatures.append(opaque)
-            else:
-                self.items.append(opaque)
-
-    def message(self, where: str) -> Message:
-        parts: list[Part] = []
-        left_out = 0
-        for item in self.items:
-            if isinstance(item, _Run):
-                parts += item.parts()
-                left_out += item.left_out
-            else:
-                parts.append(item)
-        return Message(self.role, parts, where, note=f"{left_out:,} characters left out" if left_out else "")
+def _opaque(signature: Signature) -> Part:
+    return Part.opaque(signature.key, signature.value if isinstance(signature.value, str) else text_of(signature.value))
 
 
-def _index(value: Any, position: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else position
+def candidate_message(candidate: Candidate, where: str) -> Message:
+    """A streamed candidate as one message: its runs of text joined, every other part as it came."""
+    parts: list[Part] = []
+    left_out = 0
+    for item in candidate.items or ():
+        if isinstance(item, Run):
+            parts += run_parts(item)
+            left_out += item.left_out
+        elif isinstance(item, Signature):
+            parts.append(_opaque(item))
+        elif isinstance(item, Unlisted):
+            parts.append(other(f"{where}.content.parts", item.value))
+        else:
+            parts += part_parts(item, f"{where}.content.parts")
+    return Message(candidate.role, parts, where, note=f"{left_out:,} characters left out" if left_out else "")
 
 
 class GeminiAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
-        self._candidates: dict[int, _Candidate] = {}
+        self.stream = GeminiStream(keep_text=True, kept=self.kept)
 
     def _common(self, doc: dict[str, Any]) -> None:
         answer = self.answer
@@ -258,57 +208,30 @@ class GeminiAssembler(AnswerAssembler):
             answer.problem = text_of(error.get("message") or error)
         elif isinstance(error, str) and error:
             answer.problem = error
-        feedback = doc.get("promptFeedback")
-        if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
-            answer.finish = feedback["blockReason"]
-
-    def _candidate_list(self, doc: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-        candidates = doc.get("candidates")
-        candidates = candidates if isinstance(candidates, list) else []
-        self.kept.entries_left_out += max(0, len(candidates) - MAX_CHOICES)
-        found = []
-        for position, candidate in enumerate(candidates[:MAX_CHOICES]):
-            if not isinstance(candidate, dict):
-                continue
-            found.append((_index(candidate.get("index"), position), candidate))
-            if isinstance(candidate.get("finishReason"), str):
-                self.answer.finish = candidate["finishReason"]
-        return found
 
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         self._common(payload)
-        for index, candidate in self._candidate_list(payload):
-            state = self.kept.slot(self._candidates, index, _Candidate, MAX_CHOICES)
-            if state is None:
-                continue
-            content = candidate.get("content")
-            if not isinstance(content, dict):
-                continue
-            if isinstance(content.get("role"), str) and content["role"]:
-                state.role = content["role"]
-            parts = content.get("parts")
-            where = f"candidates[{index}].content.parts"
-            if isinstance(parts, list):
-                for part in parts:
-                    state.add(part, where)
-            elif parts is not None:
-                state.items.append(other(where, parts))
+        self.stream.chunk(payload)
 
     def document(self, doc: dict[str, Any]) -> None:
         self._common(doc)
-        for index, candidate in self._candidate_list(doc):
-            content = candidate.get("content")
+        self.stream.response(doc)
+
+    def finish(self) -> Answer:
+        stream = self.stream
+        if stream.finish is not None:
+            self.answer.finish = stream.finish
+        for index, content in stream.whole:
             where = f"candidates[{index}]"
             message = Message("model", [], where) if content is None else content_message(content, where, "model")
             self.answer.messages.append(message)
-
-    def finish(self) -> Answer:
-        for index in sorted(self._candidates):
-            self.answer.messages.append(self._candidates[index].message(f"candidates[{index}]"))
+        for index in sorted(stream.candidates):
+            self.answer.messages.append(candidate_message(stream.candidates[index], f"candidates[{index}]"))
         note = self.kept.note()
         if note is not None:
             self.answer.messages.append(Message("?", [note], "candidates"))
-        self._candidates.clear()
+        stream.candidates.clear()
+        stream.whole.clear()
         return self.answer
 
 

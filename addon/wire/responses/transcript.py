@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...dialects.openai import deployment_model
-from ...shared.limits import MAX_CONTENT_BLOCKS
-from ..assembly import MAX_ASSEMBLED_CHARS, AnswerAssembler, ListTranscriber, as_str, other, text_of, usage_from
+from ..assembly import AnswerAssembler, ListTranscriber, as_str, other, text_of, usage_from
 from ..conversation import Answer, Conversation, Message, Part, Usage
-from .format import NAME
+from .items import NAME
+from .stream import OutputItem, ResponsesStream
 
 WIRE_FORMAT = NAME
 _SETTINGS = ("reasoning", "include", "previous_response_id", "store")
@@ -179,98 +179,19 @@ def _problem(error: Any) -> str | None:
     return None
 
 
-class _Pieces:
-    """One streamed text, kept as its pieces and joined once; past MAX_ASSEMBLED_CHARS only counted."""
-
-    __slots__ = ("chars", "left_out", "pieces")
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.chars = 0
-        self.left_out = 0
-
-    def add(self, piece: str) -> None:
-        if self.chars + len(piece) > MAX_ASSEMBLED_CHARS:
-            self.left_out += len(piece)
-            return
-        self.pieces.append(piece)
-        self.chars += len(piece)
-
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-
-class _Item:
-    """One output item of a stream: its latest whole copy (added, then done) and the deltas that arrived."""
-
-    __slots__ = ("added", "arguments", "content", "done", "reasoning", "summary")
-
-    def __init__(self) -> None:
-        self.added: dict[str, Any] | None = None
-        self.done: dict[str, Any] | None = None
-        self.content: dict[int, _Pieces] = {}  # output text (and refusal) by content_index
-        self.summary: dict[int, _Pieces] = {}  # reasoning summary text by summary_index
-        self.reasoning: dict[int, _Pieces] = {}  # reasoning text by content_index
-        self.arguments = _Pieces()  # a function call's arguments, a custom tool call's input
-
-    def message(self, where: str) -> Message:
-        if self.done is not None:
-            return item_message(self.done, where)
-        item: dict[str, Any] = dict(self.added) if self.added is not None else {}
-        kind = item.get("type")
-        if kind is None:  # no stub arrived: judge the item by its deltas
-            kind = "function_call" if self.arguments.pieces else "reasoning" if self.summary or self.reasoning else None
-            item["type"] = kind or "message"
-            if kind is None:
-                item.setdefault("role", "assistant")
-        if self.content:
-            item["content"] = [{"type": "output_text", "text": self.content[i].text()} for i in sorted(self.content)]
-        if self.summary:
-            item["summary"] = [{"type": "summary_text", "text": self.summary[i].text()} for i in sorted(self.summary)]
-        if self.reasoning:
-            item["content"] = [
-                {"type": "reasoning_text", "text": self.reasoning[i].text()} for i in sorted(self.reasoning)
-            ]
-        if self.arguments.pieces:
-            item["input" if item["type"] == "custom_tool_call" else "arguments"] = self.arguments.text()
-        message = item_message(item, where)
-        left_out = (
-            sum(p.left_out for p in (*self.content.values(), *self.summary.values(), *self.reasoning.values()))
-            + self.arguments.left_out
-        )
-        if left_out:
-            message.note = ", ".join(filter(None, (message.note, f"{left_out:,} characters left out")))
-        return message
-
-
-def _index(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def output_item_message(item: OutputItem, where: str) -> Message:
+    """A streamed output item as one message, with how much of its text was left out."""
+    found, left_out = item.assembled()
+    message = item_message(found, where)
+    if left_out:
+        message.note = ", ".join(filter(None, (message.note, f"{left_out:,} characters left out")))
+    return message
 
 
 class ResponsesAssembler(AnswerAssembler):
     def __init__(self) -> None:
         super().__init__()
-        self._items: dict[int, _Item] = {}
-        self._highest = -1  # the highest output index so far: an item without one comes after it
-        self._by_id: dict[str, int] = {}
-        self._final: list[Any] | None = None  # the terminal response's output, when it had one
-
-    def _item(self, payload: dict[str, Any], item_id: str | None = None) -> _Item:
-        """The slot of the item an event is about: by its output_index, else by its item id, else the latest."""
-        index = _index(payload.get("output_index"))
-        item_id = item_id or as_str(payload.get("item_id"))
-        if index is None:
-            if item_id is not None:
-                index = self._by_id.get(item_id, self._highest + 1)
-            else:
-                index = max(self._highest, 0)
-        slot = self.kept.slot(self._items, index, _Item, MAX_CONTENT_BLOCKS)
-        if slot is None:
-            return _Item()  # past the bound: read, not kept
-        self._highest = max(self._highest, index)
-        if item_id is not None and len(self._by_id) < MAX_CONTENT_BLOCKS:
-            self._by_id.setdefault(item_id, index)
-        return slot
+        self.stream = ResponsesStream(keep_text=True, kept=self.kept)
 
     def _response(self, response: Any) -> None:
         """A response object (created, completed, a JSON answer): the answer's model, usage, status and error."""
@@ -294,62 +215,32 @@ class ResponsesAssembler(AnswerAssembler):
     def event(self, payload: dict[str, Any], name: str | None) -> None:
         kind = payload.get("type") if isinstance(payload.get("type"), str) else name
         if kind in _STARTED or kind in _FINISHED:
-            response = payload.get("response")
-            self._response(response)
-            if kind in _FINISHED and isinstance(response, dict):
-                output = response.get("output")
-                if isinstance(output, list) and output:
-                    self._final = output
-            return
-        if kind == "error":
+            self._response(payload.get("response"))
+        elif kind == "error":
             self.answer.problem = _problem(payload.get("error")) or _problem(payload) or "error"
             return
-        if not isinstance(kind, str) or not kind.startswith("response."):
-            return
-        delta = payload.get("delta")
-        if kind in ("response.output_item.added", "response.output_item.done"):
-            item = payload.get("item")
-            if isinstance(item, dict):
-                slot = self._item(payload, as_str(item.get("id")))
-                if kind.endswith("added"):
-                    slot.added = item
-                else:
-                    slot.done = item
-        elif not isinstance(delta, str):
-            return
-        elif kind in ("response.output_text.delta", "response.refusal.delta"):
-            self._pieces(self._item(payload).content, payload.get("content_index")).add(delta)
-        elif kind == "response.reasoning_summary_text.delta":
-            self._pieces(self._item(payload).summary, payload.get("summary_index")).add(delta)
-        elif kind == "response.reasoning_text.delta":
-            self._pieces(self._item(payload).reasoning, payload.get("content_index")).add(delta)
-        elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
-            self._item(payload).arguments.add(delta)
-
-    def _pieces(self, slots: dict[int, _Pieces], index: Any) -> _Pieces:
-        return self.kept.slot(slots, _index(index) or 0, _Pieces, MAX_CONTENT_BLOCKS) or _Pieces()
+        self.stream.event(payload, name)
 
     def document(self, doc: dict[str, Any]) -> None:
         self._response(doc)
-        output = doc.get("output")
+        self.stream.response(doc)
+
+    def finish(self) -> Answer:
+        output = self.stream.output
         if isinstance(output, list):
             for index, item in enumerate(output):
                 self.answer.messages.append(item_message(item, f"output[{index}]"))
         elif output is not None:
             self.answer.messages.append(Message("?", [other("output", output)], "output"))
-
-    def finish(self) -> Answer:
-        if self._final is not None:
-            for index, item in enumerate(self._final):
-                self.answer.messages.append(item_message(item, f"output[{index}]"))
         else:
-            for index in sorted(self._items):
-                self.answer.messages.append(self._items[index].message(f"output[{index}]"))
+            items = self.stream.items
+            for index in sorted(items):
+                self.answer.messages.append(output_item_message(items[index], f"output[{index}]"))
         note = self.kept.note()
         if note is not None:
             self.answer.messages.append(Message("?", [note], "output"))
-        self._items.clear()
-        self._final = None
+        self.stream.items.clear()
+        self.stream.output = None
         return self.answer
 
 
