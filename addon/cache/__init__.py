@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..shared.settings import REDIS_SCHEMES
 from .base import CacheLimits, ReasoningStore, StoreError, StoreUnavailable
 from .memory_store import MemoryStore
-from ..shared.settings import REDIS_SCHEMES
 from .redis_store import RedisStore
 from .sqlite_store import SQLiteStore
 

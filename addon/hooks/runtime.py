@@ -10,7 +10,6 @@ from typing import Optional
 from mitmproxy import ctx, exceptions
 from mitmproxy.addonmanager import Loader
 
-from ..shared.version import __version__
 from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
 from ..request.history import HistoryMemory
 from ..request.plans import RepairPlan
@@ -20,6 +19,7 @@ from ..shared.failopen import FailOpen, after_sending
 from ..shared.redact import masked_logger
 from ..shared.settings import OPTION_NAMES, OPTIONS, PROJECT, Settings, parse_settings
 from ..shared.startup import refuse
+from ..shared.version import __version__
 
 logger = masked_logger(__name__)
 _PLANS_KEPT = 1024

@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict
 
 from .redact import display_url
 
-
 PROJECT = "llm-reasoning-proxy"
 # llm_cache values that name a Redis server (addon/cache/redis_store.py) rather than a SQLite file.
 REDIS_SCHEMES = ("redis://", "rediss://")

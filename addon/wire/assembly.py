@@ -133,6 +133,27 @@ class AnswerLimits:
         return Part("other", text="; ".join(said) + ", not kept here", field="cut") if said else None
 
 
+class TextPieces:
+    """One streamed text of an answer, kept as its pieces and joined once; past MAX_ASSEMBLED_CHARS only counted."""
+
+    __slots__ = ("chars", "left_out", "pieces")
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.chars = 0
+        self.left_out = 0
+
+    def add(self, piece: str) -> None:
+        if self.chars + len(piece) > MAX_ASSEMBLED_CHARS:
+            self.left_out += len(piece)
+            return
+        self.pieces.append(piece)
+        self.chars += len(piece)
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
 class AnswerAssembler:
     """Assembles one answer from its stream events or its whole body. It takes the place of a format's
     ResponseReader in `hooks.response_tap.read_recorded`, so a recorded stream is split the way the proxy splits it.
@@ -273,6 +294,7 @@ __all__ = [
     "Message",
     "MessageMemo",
     "Part",
+    "TextPieces",
     "Transcriber",
     "Usage",
 ]

@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from ...shared.version import __version__
 from ... import wire as formats
 from ...shared import jsoncodec
 from ...shared.redact import redact_json, redact_text
+from ...shared.version import __version__
 from ...wire.conversation import Answer, Message, Part, Usage
 from ..fixtures import opaque_values
 from .turns import Turn

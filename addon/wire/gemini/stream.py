@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple
 
 from ...shared.limits import MAX_CHOICES, Budget
 from ...shared.records import ToolCallRef, canonical_arguments
-from ..assembly import MAX_ASSEMBLED_CHARS, AnswerLimits
+from ..assembly import AnswerLimits, TextPieces
 from ..base import event_documents
 from ..sse import SSEEvent
 from .parts import SIGNATURE, call_parts, function_call, is_answer_text, part_signature, shown_signature
@@ -44,28 +44,16 @@ class Unlisted(NamedTuple):
     value: Any
 
 
-class Run:
+class Run(TextPieces):
     """A run of streamed text parts of one kind ("text" or "thought"), joined once at the end, and the signatures
     that came on its pieces."""
 
-    __slots__ = ("chars", "kind", "left_out", "pieces", "signatures")
+    __slots__ = ("kind", "signatures")
 
     def __init__(self, kind: str) -> None:
+        super().__init__()
         self.kind = kind
-        self.pieces: list[str] = []
-        self.chars = 0
-        self.left_out = 0
         self.signatures: list[Signature] = []
-
-    def add(self, text: str) -> None:
-        if self.chars + len(text) > MAX_ASSEMBLED_CHARS:
-            self.left_out += len(text)
-            return
-        self.pieces.append(text)
-        self.chars += len(text)
-
-    def text(self) -> str:
-        return "".join(self.pieces)
 
 
 class Candidate:

@@ -30,7 +30,7 @@ from typing import Any
 from ...shared import jsoncodec
 from ...shared.limits import MAX_CONTENT_BLOCKS, Budget
 from ...shared.records import arguments_digest, canonical_arguments
-from ..assembly import MAX_ASSEMBLED_CHARS, AnswerLimits, as_str
+from ..assembly import AnswerLimits, TextPieces, as_str
 from ..sse import SSEEvent
 from .items import is_reasoning, reasoning_item_id, string
 
@@ -76,27 +76,6 @@ def _index(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-class Pieces:
-    """One streamed text, kept as its pieces and joined once; past MAX_ASSEMBLED_CHARS only counted."""
-
-    __slots__ = ("chars", "left_out", "pieces")
-
-    def __init__(self) -> None:
-        self.pieces: list[str] = []
-        self.chars = 0
-        self.left_out = 0
-
-    def add(self, piece: str) -> None:
-        if self.chars + len(piece) > MAX_ASSEMBLED_CHARS:
-            self.left_out += len(piece)
-            return
-        self.pieces.append(piece)
-        self.chars += len(piece)
-
-    def text(self) -> str:
-        return "".join(self.pieces)
-
-
 class OutputItem:
     """One output item: its whole copy (`done`; without keep_text what a record needs of it) and, with keep_text,
     its stub (`added`) and the deltas that came for it: output text and refusals (`content`), summary text
@@ -107,10 +86,10 @@ class OutputItem:
     def __init__(self) -> None:
         self.added: dict[str, Any] | None = None
         self.done: dict[str, Any] | None = None
-        self.content: dict[int, Pieces] | None = None
-        self.summary: dict[int, Pieces] | None = None
-        self.reasoning: dict[int, Pieces] | None = None
-        self.arguments: Pieces | None = None
+        self.content: dict[int, TextPieces] | None = None
+        self.summary: dict[int, TextPieces] | None = None
+        self.reasoning: dict[int, TextPieces] | None = None
+        self.arguments: TextPieces | None = None
 
     def assembled(self) -> tuple[dict[str, Any], int]:
         """The item as far as it came, and how many characters of its text were left out: its whole copy, else its
@@ -321,14 +300,14 @@ class ResponsesStream:
             slot.reasoning = self._add(slot.reasoning, doc.get("content_index"), delta)
         elif kind in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
             slot = self._slot(doc)
-            slot.arguments = slot.arguments or Pieces()
+            slot.arguments = slot.arguments or TextPieces()
             slot.arguments.add(delta)
 
-    def _add(self, texts: dict[int, Pieces] | None, index: Any, delta: str) -> dict[int, Pieces]:
+    def _add(self, texts: dict[int, TextPieces] | None, index: Any, delta: str) -> dict[int, TextPieces]:
         """`texts` (made when it is the first) with `delta` added to the piece at `index`."""
         assert self.kept is not None
         texts = {} if texts is None else texts
-        (self.kept.slot(texts, _index(index) or 0, Pieces, MAX_CONTENT_BLOCKS) or Pieces()).add(delta)
+        (self.kept.slot(texts, _index(index) or 0, TextPieces, MAX_CONTENT_BLOCKS) or TextPieces()).add(delta)
         return texts
 
     def _slot(self, doc: dict[str, Any], item_id: str | None = None) -> OutputItem:
