@@ -3,71 +3,37 @@ the assistant messages of the current tool loop; blocks of a type the provider c
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ... import dialects
 from ...dialects.base import MessagesThinking
-from ...shared.records import ReasoningRecord, RepairAction
-from ..base import CacheView, CallHit, RepairContext, assistant_blocks
+from ...shared.records import RepairAction
+from .. import block_repair
+from ..base import CacheView, RepairContext, assistant_blocks
+from ..block_repair import BlockForm
 from .messages import current_turn_start, is_thinking_block, last_assistant, thinking_on, tool_uses, use_parts
 from .reader import BLOCKS_FIELD, LAYOUT_FIELD
 from .stream import THINKING_TYPES
 
+# How Anthropic's content blocks read, for giving thinking blocks back (addon/wire/block_repair.py).
+BLOCKS = BlockForm(
+    is_reasoning=is_thinking_block,
+    kind=lambda block: block.get("type") if isinstance(block, dict) else None,
+    reasoning_kinds=THINKING_TYPES,
+    tool_uses=tool_uses,
+    use_parts=use_parts,
+    named=lambda blocks: [block["type"] for block in blocks],
+    blocks_field=BLOCKS_FIELD,
+    layout_field=LAYOUT_FIELD,
+)
+
 
 def repair_targets(messages: list[Any], *, every_turn: bool = False) -> list[int]:
-    """The assistant messages a repair may give thinking blocks back to.
-
-    Those of the current tool loop plus the last assistant message, which is
-    the one the API checks; earlier, finished turns may omit their thinking
-    and are left as the client sent them, unless the provider wants every
-    turn's back (`every_turn`). Only messages holding `tool_use` blocks and
-    no thinking block at all qualify: a thinking block the client sent is
-    never touched.
-    """
-    last = last_assistant(messages)
-    candidates = set(range(0 if every_turn else current_turn_start(messages), len(messages)))
-    if last is not None:
-        candidates.add(last)
-    targets = []
-    for index in sorted(candidates):
-        content = assistant_blocks(messages[index])
-        if content and tool_uses(content) and not any(is_thinking_block(block) for block in content):
-            targets.append(index)
-    return targets
-
-
-def _find(content: list[Any], cache: CacheView) -> CallHit | None:
-    for block in tool_uses(content):
-        hit = cache.call(*use_parts(block))
-        if hit is not None:
-            return hit
-    return None
-
-
-def _cached_blocks(record: ReasoningRecord, refused: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-    """The thinking blocks a record gives back, without those of a type the target cannot read."""
-    blocks = record.fields.get(BLOCKS_FIELD)
-    if not isinstance(blocks, list) or not blocks or not all(is_thinking_block(b) for b in blocks):
-        return []
-    return copy.deepcopy([block for block in blocks if block["type"] not in refused])
-
-
-def restore_blocks(content: list[Any], blocks: list[dict[str, Any]], layout: Any) -> int:
-    """Puts cached thinking blocks back into `content`; returns where the client's first block now is.
-
-    Interleaved blocks go back to their captured places when the client kept
-    every other block of the response in order; otherwise all lead.
-    """
-    if isinstance(layout, list) and len(layout) == len(content) + len(blocks):
-        others = [kind for kind in layout if kind not in THINKING_TYPES]
-        sent = [block.get("type") if isinstance(block, dict) else None for block in content]
-        if others == sent:
-            kept, cached = iter(content), iter(blocks)
-            content[:] = [next(cached) if kind in THINKING_TYPES else next(kept) for kind in layout]
-            return next(i for i, kind in enumerate(layout) if kind not in THINKING_TYPES)
-    content[0:0] = blocks
-    return len(blocks)
+    """The assistant messages a repair may give thinking blocks back to: those of the current tool loop, or of every
+    turn where the provider wants every turn's back (`every_turn`), and the last one, which the API checks."""
+    return block_repair.repair_targets(
+        messages, BLOCKS, 0 if every_turn else current_turn_start(messages), last_assistant(messages)
+    )
 
 
 def remove_refused_blocks(messages: list[Any], rules: MessagesThinking) -> list[RepairAction]:
@@ -109,22 +75,5 @@ def repair_messages(doc: Any, messages: list[Any], cache: CacheView, context: Re
     if not thinking_on(doc, rules):
         return actions
     refused = rules.refused_blocks if rules is not None else frozenset()
-    for index in repair_targets(messages, every_turn=rules is not None and rules.every_turn):
-        content = messages[index]["content"]
-        hit = _find(content, cache)
-        blocks = _cached_blocks(hit.record, refused) if hit is not None else []
-        if hit is None or not blocks:
-            continue
-        first = restore_blocks(content, blocks, hit.record.fields.get(LAYOUT_FIELD))
-        actions.append(
-            RepairAction(
-                kind="inserted",
-                location=f"messages[{index}].content[{first}]",
-                index=index,
-                fields=[block["type"] for block in blocks],
-                tool_call_id=hit.call.id,
-                response_id=hit.record.response_id,
-                via=hit.via,
-            )
-        )
-    return actions
+    targets = repair_targets(messages, every_turn=rules is not None and rules.every_turn)
+    return actions + block_repair.give_back(messages, targets, cache, BLOCKS, refused)
