@@ -39,22 +39,9 @@ class KeptAnswer:
     records: list[KeptRecord] = field(default_factory=list)
     unavailable: str | None = None  # the cache failed: what its records hold is logged, not stored
 
-    def skipped_after(self, result: TapResult, cut_off_by: str) -> list[str]:
-        """What was left and why, said after the records: events that were not read, an answer cut off before any
-        tool call, a cache that could not be reached."""
-        said = []
-        if result.unreadable:
-            # Such events reach the client as they came, but whatever reasoning they carried is lost: without this
-            # line the log would not say why nothing (or less) was captured.
-            said.append(f"{result.unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read")
-        if not result.complete and not self.records:
-            # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
-            said.append(f"answer cut off before any tool call ({cut_off_by}); nothing cached")
-        if self.unavailable is not None:
-            said.append(
-                f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {self.unavailable}"
-            )
-        return said
+    # What was left and why, said after the records: events that were not read, an answer cut off before any tool
+    # call, a cache that could not be reached.
+    skipped_after: list[str] = field(default_factory=list)
 
 
 def keep_answer(
@@ -64,8 +51,10 @@ def keep_answer(
     request_model: str | None,
     wire_format: WireFormat,
     result: TapResult,
+    cut_off_by: str,
 ) -> KeptAnswer:
-    """Stores the reasoning an answer carried (a read answer's TapResult), and says what became of each turn."""
+    """Stores the reasoning an answer carried (a read answer's TapResult), and says what became of each turn;
+    `cut_off_by`: what ended an answer that was cut short."""
     kept = KeptAnswer()
     over = result.over
     for record in result.records:
@@ -90,4 +79,17 @@ def keep_answer(
                 except StoreUnavailable as e:
                     kept.unavailable = str(e)
         kept.records.append(KeptRecord(record, stored, note, refused))
+    if result.unreadable:
+        # Such events reach the client as they came, but whatever reasoning they carried is lost: without this line
+        # the log would not say why nothing (or less) was captured.
+        kept.skipped_after.append(
+            f"{result.unreadable} stream event(s) not valid JSON (cut short or not UTF-8); not read"
+        )
+    if not result.complete and not kept.records:
+        # A cut-off answer is only read once its tool calls began; one cut before leaves no other trace.
+        kept.skipped_after.append(f"answer cut off before any tool call ({cut_off_by}); nothing cached")
+    if kept.unavailable is not None:
+        kept.skipped_after.append(
+            f"reasoning cache unavailable, this answer's reasoning is logged but not cached: {kept.unavailable}"
+        )
     return kept

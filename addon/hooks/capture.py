@@ -96,7 +96,8 @@ class ResponseCapture:
         kept = None
         if result.read:
             origin = Origin.of(meta)
-            kept = keep_answer(store, meta["scope"], origin, meta.get("request_model"), wire_format, result)
+            cut_off_by = flow.error.msg if flow.error is not None else "connection closed"
+            kept = keep_answer(store, meta["scope"], origin, meta.get("request_model"), wire_format, result, cut_off_by)
         self._report(flow, meta, wire_format, result, kept)
 
     def _report(
@@ -153,8 +154,7 @@ class ResponseCapture:
                 if calls
                 else "no tool call" + ("" if record.keys() else " (not cached)"),
             )
-        cut_off_by = flow.error.msg if flow.error is not None else "connection closed"
-        for reason in kept.skipped_after(result, cut_off_by):
+        for reason in kept.skipped_after:
             report_skip(flow, reason, events)
         if captured:
             meta["captured"] = captured
