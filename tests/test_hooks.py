@@ -19,7 +19,7 @@ from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.shared.flow_meta import flow_meta
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.shared.scope import request_scope
-from llm_reasoning_proxy.wire import ChatCompletions
+from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http, io
 from mitmproxy.test import tflow, tutils
 
