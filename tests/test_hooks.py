@@ -18,13 +18,13 @@ from llm_reasoning_proxy.answer.tap import ResponseTap
 from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.shared.flow_meta import flow_meta
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http, io
 from mitmproxy.test import tflow, tutils
 
 from tests.support.addon_context import addon_context
 from tests.support.planted import planted
+from tests.support.scope import request_scope
 
 TURN_TWO = {
     "model": "gemini-3-pro-preview",

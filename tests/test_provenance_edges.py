@@ -14,13 +14,13 @@ from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
 from llm_reasoning_proxy.hooks.capture import remember_issuer
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 
 from tests.support.addon_context import addon_context
 from tests.support.planted import planted
+from tests.support.scope import request_scope
 
 SCOPE = "api.example.com:443|account-a"
 MINE = Origin(SCOPE, "model-y")

@@ -19,13 +19,13 @@ from llm_reasoning_proxy.request.history import HistoryMemory, Remembered, list_
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.shared.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.shared.sizes import action_size, parsed_size, record_size
 from mitmproxy import http
 from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow
 
 from tests.support.addon_context import addon_context
+from tests.support.scope import request_scope
 
 URL = "https://api.example.test"
 HEADERS = {"authorization": "Bearer sk-test-resume", "content-type": "application/json"}
