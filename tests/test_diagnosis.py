@@ -1595,7 +1595,7 @@ def test_fake_anthropic_errors(message, expected):
 
 
 def test_fake_anthropic_binding_names_a_changed_system_prompt():
-    dialect = fake_anthropic.AnthropicDialect()
+    dialect = fake_anthropic.MessagesFake()
     bound = Recorded("POST", "/v1/messages", {"x-fake-binding": "1"}, b"", None)
     question = {"role": "user", "content": "List the directory."}
     doc = {"model": "claude-sonnet-5", "system": "You are terse.", "thinking": {"type": "adaptive"}}

@@ -1,6 +1,6 @@
 """End to end, GitHub Copilot in 2026: Claude 5 on `/chat/completions` (only `reasoning_opaque`), Claude on Copilot's
 `/v1/messages` (Anthropic's rules, Copilot's error envelope) and GPT-5 on `/responses`; the openai SDK and httpx as
-clients, a real mitmdump with the addon, the fakes' rules (tests/support/fake_chat.py, fake_copilot.py,
+clients, a real mitmdump with the addon, the fakes' rules (tests/support/fake_chat.py, fake_anthropic.py,
 fake_responses.py).
 
 The proxy that must know it talks to Copilot (its checks, the diagnosis of Copilot's bare "invalid request body")

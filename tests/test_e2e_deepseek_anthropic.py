@@ -19,7 +19,7 @@ from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 
 from tests.support.event_log import LogTail
-from tests.support.fake_deepseek_anthropic import THINKING_MISSING
+from tests.support.fake_anthropic import THINKING_MISSING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
 from tests.support.proxy import MitmdumpProcess
@@ -66,7 +66,7 @@ def test_every_tool_turn_gets_its_thinking_back_without_a_thinking_field(
         assert tool_ids(turn) and turn["content"][0]["type"] == "thinking"
         turns.append(turn)
         messages += [without_thinking(turn), results(turn)]
-    first = fake.deepseek_anthropic.issued[tool_ids(turns[0])[0]]
+    (first,) = fake.deepseek_anthropic.issued[tool_ids(turns[0])[0]]
     assert first["signature"] == turns[0]["id"]  # DeepSeek signs with the message id
     assert "thinking" not in fake.last(PATH).doc
 

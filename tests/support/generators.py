@@ -453,7 +453,7 @@ class ResponsesConversation(Conversation):
 class AnthropicConversation(Conversation):
     def __post_init__(self) -> None:
         self.url = "https://api.anthropic.com/v1/messages"
-        self.fake = fake_anthropic.AnthropicDialect()
+        self.fake = fake_anthropic.MessagesFake()
         self.stream = self.data.draw(st.booleans(), label="stream")
         self.thinking = self.data.draw(st.sampled_from([True, True, True, False]), label="thinking")
         self.redacted = self.data.draw(st.sampled_from([None, "1", "both"]), label="redacted")
