@@ -897,7 +897,7 @@ def test_meta_says_whether_placeholders_were_used(tmp_path: Path) -> None:
         out = tmp_path / str(placeholders)
         *_, meta = write_fixture_dir(build_fixtures(flows, placeholders=placeholders), out, source="f.mitm")
         assert json.loads(meta.read_text())["placeholders"] is placeholders
-        assert [f._placeholders for f in read_fixture_dir(out)] == [placeholders]
+        assert [f.uses_placeholders for f in read_fixture_dir(out)] == [placeholders]
 
 
 def test_a_directory_that_holds_something_is_only_overwritten_when_asked(tmp_path: Path) -> None:

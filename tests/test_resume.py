@@ -443,7 +443,7 @@ def held_by_memory(made: list[Any], send: Callable[[], Any]) -> tuple[int, int]:
         runtime.store.close()
         runtime.store = None
         gc.collect()
-        counted, before = runtime.history._bytes, tracemalloc.get_traced_memory()[0]
+        counted, before = runtime.history.held_bytes, tracemalloc.get_traced_memory()[0]
         runtime.history.clear()
         gc.collect()
         return counted, before - tracemalloc.get_traced_memory()[0]
