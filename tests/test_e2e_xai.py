@@ -1,5 +1,5 @@
 """End to end over xAI's Responses API: the openai SDK (as xAI's docs use it), a real mitmdump with the addon, and the
-fake xAI (tests/support/fake_xai.py) whose first answers are real captures (tests/fixtures/xai/)."""
+fake xAI (tests/support/fake_responses.py) whose first answers are real captures (tests/fixtures/xai/)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.fake_xai import (
+from tests.support.fake_responses import (
     CAPTURED_MODEL,
     COMPACTION_BLOB,
     DEGRADED,

@@ -217,23 +217,21 @@ class FakeProvider(LoopbackServer):
     server_class = _QuietServer
 
     def __init__(self) -> None:
-        from . import fake_anthropic, fake_chat_hosts
+        from . import fake_anthropic, fake_chat_hosts, fake_responses
         from .fake_bedrock import BedrockDialect
         from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
         from .fake_gemini import GeminiDialect
         from .fake_mistral import MistralFake
-        from .fake_responses import ResponsesDialect
-        from .fake_xai import XaiResponsesDialect
 
         super().__init__()
         self.requests: list[Recorded] = []
         self.chat = ChatDialect()
-        self.responses = ResponsesDialect()
+        self.responses = fake_responses.ResponsesFake(fake_responses.OpenAI())
         self.anthropic = fake_anthropic.MessagesFake(fake_anthropic.Anthropic())
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
-        self.xai = XaiResponsesDialect()
+        self.xai = fake_responses.ResponsesFake(fake_responses.Xai())
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
         self.copilot_messages = fake_anthropic.MessagesFake(fake_anthropic.CopilotMessages())
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages

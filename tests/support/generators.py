@@ -367,7 +367,7 @@ class ResponsesConversation(Conversation):
             st.sampled_from(["https://api.openai.com/v1/responses", "https://api.githubcopilot.com/responses"]),
             label="endpoint",
         )
-        self.fake = fake_responses.ResponsesDialect()
+        self.fake = fake_responses.ResponsesFake()
         self.stream = self.data.draw(st.booleans(), label="stream")
         self.items: list[dict[str, Any]] = []
 
@@ -436,7 +436,7 @@ class ResponsesConversation(Conversation):
 
     def verify(self, doc: dict[str, Any]) -> None:
         # Reasoning items sent without an id count too: the fake knows them by their encrypted content.
-        ids = [self.fake._reasoning_of(item) for item in doc["input"] if item.get("type") == "reasoning"]
+        ids = [self.fake.reasoning_of(item) for item in doc["input"] if item.get("type") == "reasoning"]
         assert len(ids) == len(set(ids)), f"a reasoning item twice: {ids}"
         for item in doc["input"]:
             if item.get("type") != "reasoning" or not item.get("id"):
