@@ -116,6 +116,7 @@ def steps_of_work(store: SQLiteStore) -> int:
     return counted[0]
 
 
+@pytest.mark.slow
 def test_a_step_costs_the_same_whatever_the_size_of_the_cache(tmp_path: Path) -> None:
     """The work of a step is what it drops, not what the file holds: ten times the entries cost no more."""
     work = []

@@ -218,6 +218,7 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["br", "gzip", "deflate", "zstd"])
 def test_a_bomb_is_decoded_no_further_than_the_limit(name: str) -> None:
     body = bomb(name)

@@ -105,6 +105,7 @@ def grown_after_streams(proxy: MitmdumpProcess, path: str, body: bytes, log: Log
         return Grown(memory_mb(proxy.pid) - started, memory_mb(proxy.pid, "VmHWM") - started)
 
 
+@pytest.mark.slow
 def test_an_event_stream_of_many_distinct_headers_costs_no_more_memory_than_plain_mitmdump(
     hostile: HostileUpstream, confdir: Path, tmp_path: Path
 ) -> None:

@@ -274,6 +274,7 @@ def watched(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPath
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["anthropic-text", "bare"])
 def test_a_dropped_opaque_is_diagnosed_and_located_with_repair_off(watched: Watched, scenario: str) -> None:
     """Copilot's bare "invalid request body" names nothing: the chat check finds the message without its opaque,
@@ -302,6 +303,7 @@ def test_a_thinking_block_of_another_model_is_diagnosed_in_copilot_s_envelope(wa
     )
 
 
+@pytest.mark.slow
 def test_the_offline_check_of_the_flow_file_finds_what_copilot_did_not_name(watched: Watched) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", "check", "--no-diff", str(watched.flows)],

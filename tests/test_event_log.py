@@ -64,6 +64,7 @@ log.close()
 """
 
 
+@pytest.mark.slow
 def test_processes_sharing_one_log_stay_within_its_bound(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

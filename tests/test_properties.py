@@ -182,6 +182,7 @@ def is_subsequence(part: list[object], whole: list[object]) -> bool:
     return all(any(x == y for y in rest) for x in part)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     generated=sse_streams(),
