@@ -114,13 +114,14 @@ from llm_reasoning_proxy.request.repair_log import RepairMemory
 from llm_reasoning_proxy.shared import compat, jsoncodec
 from llm_reasoning_proxy.shared.events import Repaired, fit_line, loggable_actions
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, summarize_actions
-from llm_reasoning_proxy.shared.scope import credential_fingerprint, request_scope
+from llm_reasoning_proxy.shared.scope import credential_fingerprint
 from llm_reasoning_proxy.wire.bedrock_converse.format import BedrockConverse
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from mitmproxy import http  # noqa: E402
 
 from scripts import bench_peers  # noqa: E402
 from tests.support.proxy import MitmdumpProcess  # noqa: E402
+from tests.support.scope import request_scope  # noqa: E402
 
 AUTH = "Bearer bench-key"
 HEADERS = {"authorization": AUTH, "content-type": "application/json"}

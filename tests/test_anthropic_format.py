@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.cache.base import CacheLimits
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
 from llm_reasoning_proxy.shared import jsoncodec
@@ -15,6 +14,7 @@ from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, can
 from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
 from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
 from llm_reasoning_proxy.wire.sse import SSEEvent
+
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"

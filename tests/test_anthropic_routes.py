@@ -8,13 +8,13 @@ import copy
 import json
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, canonical_arguments
 from llm_reasoning_proxy.wire import CacheView, RepairContext, claim, routed
 from llm_reasoning_proxy.wire.anthropic.format import AnthropicMessages
+
 from tests.support import capture
-from tests.support.fake_deepseek_anthropic import DeepSeekAnthropicFake, stream_events
+from tests.support.fake_anthropic import DeepSeek, MessagesFake
 from tests.support.fake_provider import Options
 
 FORMAT = AnthropicMessages()
@@ -174,9 +174,11 @@ def test_who_thinks_by_default() -> None:
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_deepseeks_thinking_block_is_kept_as_it_came(stream: bool) -> None:
     """Whole, the block's signature is the message id; streamed, no signature comes, and none is made up."""
-    message = DeepSeekAnthropicFake().answer({"model": DEEPSEEK, "messages": []}, Options())
+    question = {"role": "user", "content": "What is in the directory?"}
+    deepseek = MessagesFake(DeepSeek())
+    message = deepseek.answer({"model": DEEPSEEK, "messages": [question]}, Options())
     if stream:
-        raw, sse = b"".join(stream_events(message)), True
+        raw, sse = b"".join(deepseek.stream(message, Options())), True
     else:
         raw, sse = json.dumps(message).encode(), False
     (captured,) = capture.tap_records(FORMAT, raw, sse=sse, size=7)

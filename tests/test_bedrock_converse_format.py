@@ -9,7 +9,6 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.tap import read_recorded
 from llm_reasoning_proxy.diagnosis import classify
@@ -19,6 +18,7 @@ from llm_reasoning_proxy.shared.records import ReasoningRecord
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.bedrock_converse.format import BedrockConverse
 from llm_reasoning_proxy.wire.event_stream import event_frame
+
 from tests.support import capture
 from tests.support.aws_frames import by_hand
 

@@ -43,6 +43,7 @@ def loopback_server() -> Iterator[tuple[str, list[str]]]:
     server.server_close()
 
 
+@pytest.mark.slow
 def test_a_page_that_draws_with_a_script_is_read_offline(tmp_path: Path) -> None:
     page_file = write_page(
         tmp_path,
@@ -60,6 +61,7 @@ def test_a_page_that_draws_with_a_script_is_read_offline(tmp_path: Path) -> None
     assert (tmp_path / "page.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.slow
 def test_requests_to_the_network_are_recorded(tmp_path: Path) -> None:
     page_file = write_page(
         tmp_path,
@@ -72,6 +74,7 @@ def test_requests_to_the_network_are_recorded(tmp_path: Path) -> None:
         assert sorted(page.outgoing_requests()) == ["http://198.51.100.1/x.png", "https://example.invalid/"]
 
 
+@pytest.mark.slow
 def test_the_network_is_off_even_to_loopback(tmp_path: Path, loopback_server: tuple[str, list[str]]) -> None:
     url, asked = loopback_server
     page_file = write_page(
@@ -86,6 +89,7 @@ def test_the_network_is_off_even_to_loopback(tmp_path: Path, loopback_server: tu
     assert asked == []
 
 
+@pytest.mark.slow
 def test_a_blank_page_looks_blank_and_a_drawn_one_does_not(tmp_path: Path) -> None:
     with open_page(write_page(tmp_path, "")) as page:
         assert looks_blank(page.screenshot(tmp_path / "blank.png"))
@@ -93,6 +97,7 @@ def test_a_blank_page_looks_blank_and_a_drawn_one_does_not(tmp_path: Path) -> No
         assert not looks_blank(page.screenshot(tmp_path / "drawn.png"))
 
 
+@pytest.mark.slow
 def test_a_script_error_is_reported(tmp_path: Path) -> None:
     page_file = write_page(tmp_path, "<script>document.title = 'ran'; notDefinedAnywhere();</script>")
     with open_page(page_file) as page:

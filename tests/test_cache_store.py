@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore, RedisStore, SQLiteStore, StoreError, open_store
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.shared.sizes import record_size
+
 from tests.support.file_locks import dms_holders, record_locks
 from tests.support.redis_server import RedisServer
 
@@ -524,6 +524,7 @@ def expected_child_record(i: int) -> ReasoningRecord:
     )
 
 
+@pytest.mark.slow
 def test_sqlite_write_from_another_process(tmp_path):
     path = tmp_path / "c.db"
     store = SQLiteStore(path, LIMITS)  # opened first, kept open while the child writes
@@ -534,6 +535,7 @@ def test_sqlite_write_from_another_process(tmp_path):
     store.close()
 
 
+@pytest.mark.slow
 def test_sqlite_survives_sigkill(tmp_path):
     path = tmp_path / "c.db"
     script = CHILD_PRELUDE + textwrap.dedent(
@@ -794,6 +796,7 @@ def test_parsed_records_are_remembered_within_a_byte_bound_too():
     assert sorted(remembered.split(range(10), 0.0)[0]) == [7, 8, 9]
 
 
+@pytest.mark.slow
 def test_remembered_records_count_what_their_values_hold_parsed():
     """A record of nested lists holds some twenty times its stored bytes: it counts what it holds."""
     from llm_reasoning_proxy.cache.remembered import RememberedRecords
@@ -969,7 +972,6 @@ def test_redis_tls_failing_after_startup_is_an_outage_not_a_stop(tmp_path, caplo
     import ssl
 
     import redis as redis_py
-
     from llm_reasoning_proxy.cache import StoreUnavailable
 
     server = RedisServer(tmp_path).start()

@@ -9,11 +9,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore, StoreUnavailable
 from llm_reasoning_proxy.hooks.upkeep import CATCH_UP_PAUSE, PAUSE, CacheUpkeep
 from llm_reasoning_proxy.shared.limits import PRUNE_STEP
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
+
 from tests.support.cache_fill import fill_cache
 
 DAY = 86400.0
@@ -116,6 +116,7 @@ def steps_of_work(store: SQLiteStore) -> int:
     return counted[0]
 
 
+@pytest.mark.slow
 def test_a_step_costs_the_same_whatever_the_size_of_the_cache(tmp_path: Path) -> None:
     """The work of a step is what it drops, not what the file holds: ten times the entries cost no more."""
     work = []

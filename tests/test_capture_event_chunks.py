@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.wire import by_name
 from llm_reasoning_proxy.wire.gemini.format import text_key
+
 from tests.support.capture import pieces, tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -10,12 +10,12 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
-
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.tap import ResponseTap, read_recorded
 from llm_reasoning_proxy.shared.limits import MAX_CHOICES
 from llm_reasoning_proxy.shared.records import ReasoningRecord, arguments_digest
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import CacheView, RepairContext

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, display_call_id, split_call_id
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.chat_completions.fields import DetailAssembler
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+
 from tests.test_capture_fixtures import tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"

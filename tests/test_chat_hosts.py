@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects import dashscope, minimax, moonshot, zai
 from llm_reasoning_proxy.request.notes import silent_provider
@@ -19,6 +18,7 @@ from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.chat_completions.fields import THINK_FIELD, ThinkBlock, put_back_think
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
 from llm_reasoning_proxy.wire.sse import SSEEvent
+
 from tests.support.capture import tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -6,14 +6,13 @@ import gzip
 import json
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.fixtures import build_fixtures
 from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.transcripts.client_sent import client_sent_body, repaired_live
 from llm_reasoning_proxy.wire import content_encoding as decoding
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
 
 SENT = {"model": "m", "messages": [{"role": "user", "content": "what the client sent"}]}
 REPAIRED = {"model": "m", "messages": [{"role": "user", "content": "what the proxy sent on"}]}

@@ -9,11 +9,11 @@ from pathlib import Path
 import brotli
 import pytest
 import zstandard
+from llm_reasoning_proxy import make_addons
+from llm_reasoning_proxy.shared import compat
 from mitmproxy import http
 from mitmproxy.test import tutils
 
-from llm_reasoning_proxy import make_addons
-from llm_reasoning_proxy.shared import compat
 from tests.support.addon_context import addon_context
 
 BODY = b'{"model": "m", "messages": [' + b'{"role": "user", "content": "hello there"}, ' * 2000 + b"{}]}"
@@ -71,7 +71,7 @@ def test_the_runtime_names_mitmproxy_and_python() -> None:
 
     assert compat.runtime() == f"mitmproxy {VERSION}, Python {platform.python_version()}"
     assert compat.MITMPROXY_VERSION[:2] in {(11, 0), (12, 0), (12, 1), (12, 2), (12, 3)}
-    assert compat._version_tuple("12.0.0.dev0") == (12, 0, 0) and compat._version_tuple("13") == (13, 0, 0)
+    assert compat.version_tuple("12.0.0.dev0") == (12, 0, 0) and compat.version_tuple("13") == (13, 0, 0)
 
 
 @pytest.mark.parametrize(

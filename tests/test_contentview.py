@@ -7,14 +7,14 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from mitmproxy import contentviews, http
-from mitmproxy.test import taddons, tflow, tutils
-
 from llm_reasoning_proxy.hooks import contentview
 from llm_reasoning_proxy.hooks.contentview import VIEW_NAME, LlmContentView
 from llm_reasoning_proxy.shared import compat
 from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.transcripts import flows as transcript_flows
+from mitmproxy import contentviews, http
+from mitmproxy.test import taddons, tflow, tutils
+
 from tests.support.addon_context import addon_context
 
 NEW_API = hasattr(contentviews, "prettify_message")  # mitmproxy 12

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 import brotli
 import pytest
 import zstandard
-
 from llm_reasoning_proxy.wire.content_encoding import (
     PIECE,
     BoundedDecoder,
@@ -22,6 +21,7 @@ from llm_reasoning_proxy.wire.content_encoding import (
     decode_prefix,
     stream_decoder,
 )
+
 from tests.support.hostile_answers import bomb
 
 
@@ -218,6 +218,7 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["br", "gzip", "deflate", "zstd"])
 def test_a_bomb_is_decoded_no_further_than_the_limit(name: str) -> None:
     body = bomb(name)

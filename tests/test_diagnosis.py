@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
 from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai, zai
 from llm_reasoning_proxy.shared.redact import REDACTED
 from llm_reasoning_proxy.wire import RepairContext, by_name
+
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
 from tests.support.fake_chat import ChatDialect
 from tests.support.fake_gemini import GeminiDialect
@@ -1595,7 +1595,7 @@ def test_fake_anthropic_errors(message, expected):
 
 
 def test_fake_anthropic_binding_names_a_changed_system_prompt():
-    dialect = fake_anthropic.AnthropicDialect()
+    dialect = fake_anthropic.MessagesFake()
     bound = Recorded("POST", "/v1/messages", {"x-fake-binding": "1"}, b"", None)
     question = {"role": "user", "content": "List the directory."}
     doc = {"model": "claude-sonnet-5", "system": "You are terse.", "thinking": {"type": "adaptive"}}

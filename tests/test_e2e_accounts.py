@@ -78,6 +78,7 @@ OTHER_ACCOUNTS: dict[str, Callable[[str], CopilotAccount]] = {
 }
 
 
+@pytest.mark.slow
 def test_a_copilot_token_refreshed_in_the_middle_of_a_tool_loop_keeps_the_loop_repaired(
     fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path
 ) -> None:

@@ -12,12 +12,12 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 import pytest
-from mitmproxy import io
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
 from llm_reasoning_proxy.offline.fixtures.frames import frames_of
+from mitmproxy import io
+
 from tests.support import fake_anthropic, sigv4
 from tests.support.aws_frames import by_hand
 from tests.support.event_log import LogTail
@@ -286,6 +286,7 @@ def test_sigv4_signing_matches_aws_test_vector() -> None:
     assert signature == "5fa00fa31553b73ebf1942676e86291e8372ff2a2260956d9b8aae1d763fbf31"
 
 
+@pytest.mark.slow
 def test_a_sigv4_signed_request_goes_on_untouched_and_says_how_it_could_be_repaired(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -349,6 +350,7 @@ def refused_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.
     return capture._replace(key=client.key)
 
 
+@pytest.mark.slow
 def test_the_400_is_diagnosed_with_what_the_proxy_would_have_done(refused_capture: Capture) -> None:
     (diagnosed,) = LogTail(refused_capture.log, whole=True).wait_for("diagnosed")
     assert (diagnosed["rule"], diagnosed["provider"], diagnosed["location"]) == (
@@ -364,6 +366,7 @@ def test_the_400_is_diagnosed_with_what_the_proxy_would_have_done(refused_captur
     )
 
 
+@pytest.mark.slow
 def test_the_offline_check_reads_the_flow_file(refused_capture: Capture) -> None:
     result = cli("check", str(refused_capture.flows))
     assert result.returncode == 0, result.stdout + result.stderr
@@ -379,6 +382,7 @@ def test_the_offline_check_reads_the_flow_file(refused_capture: Capture) -> None
     assert "after repair: breaks no known rule" in second
 
 
+@pytest.mark.slow
 def test_export_keeps_the_frames_and_replays_to_the_same_repairs(refused_capture: Capture, tmp_path: Path) -> None:
     out = tmp_path / "fixture"
     result = cli("export", str(refused_capture.flows), str(out), "--placeholders")

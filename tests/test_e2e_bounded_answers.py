@@ -20,11 +20,11 @@ from typing import NamedTuple
 
 import httpx
 import pytest
+from llm_reasoning_proxy.wire.event_stream import MAX_HEADERS_BYTES, encode_frame
 from mitmproxy import http
 from mitmproxy.addons.savehar import SaveHar
 from mitmproxy.test import tflow
 
-from llm_reasoning_proxy.wire.event_stream import MAX_HEADERS_BYTES, encode_frame
 from tests.support import fake_bedrock
 from tests.support.event_log import LogTail
 from tests.support.hostile_upstream import Answer, HostileUpstream
@@ -105,6 +105,7 @@ def grown_after_streams(proxy: MitmdumpProcess, path: str, body: bytes, log: Log
         return Grown(memory_mb(proxy.pid) - started, memory_mb(proxy.pid, "VmHWM") - started)
 
 
+@pytest.mark.slow
 def test_an_event_stream_of_many_distinct_headers_costs_no_more_memory_than_plain_mitmdump(
     hostile: HostileUpstream, confdir: Path, tmp_path: Path
 ) -> None:

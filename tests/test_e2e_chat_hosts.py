@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from mitmproxy import io
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+from mitmproxy import io
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
@@ -307,6 +307,7 @@ def record(fake: FakeProvider, confdir: Path, out: Path, provider: str, *, repai
             return [200, 400]
 
 
+@pytest.mark.slow
 def test_kimi_refusal_is_diagnosed_checked_offline_and_exported(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -335,6 +336,7 @@ def test_kimi_refusal_is_diagnosed_checked_offline_and_exported(
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("provider", ["zai", "dashscope", "minimax"])
 def test_silent_drops_are_said_on_the_flow_checked_offline_and_exported(
     fake: FakeProvider, confdir: Path, tmp_path: Path, provider: str

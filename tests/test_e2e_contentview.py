@@ -40,6 +40,7 @@ def view_text(answer: dict[str, Any]) -> str:
     return answer["text"]
 
 
+@pytest.mark.slow
 def test_mitmweb_shows_a_recorded_capture_in_the_llm_view(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:

@@ -1,6 +1,6 @@
 """End to end, GitHub Copilot in 2026: Claude 5 on `/chat/completions` (only `reasoning_opaque`), Claude on Copilot's
 `/v1/messages` (Anthropic's rules, Copilot's error envelope) and GPT-5 on `/responses`; the openai SDK and httpx as
-clients, a real mitmdump with the addon, the fakes' rules (tests/support/fake_chat.py, fake_copilot.py,
+clients, a real mitmdump with the addon, the fakes' rules (tests/support/fake_chat.py, fake_anthropic.py,
 fake_responses.py).
 
 The proxy that must know it talks to Copilot (its checks, the diagnosis of Copilot's bare "invalid request body")
@@ -274,6 +274,7 @@ def watched(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPath
     return seen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scenario", ["anthropic-text", "bare"])
 def test_a_dropped_opaque_is_diagnosed_and_located_with_repair_off(watched: Watched, scenario: str) -> None:
     """Copilot's bare "invalid request body" names nothing: the chat check finds the message without its opaque,
@@ -302,6 +303,7 @@ def test_a_thinking_block_of_another_model_is_diagnosed_in_copilot_s_envelope(wa
     )
 
 
+@pytest.mark.slow
 def test_the_offline_check_of_the_flow_file_finds_what_copilot_did_not_name(watched: Watched) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "llm_reasoning_proxy.offline.cli", "check", "--no-diff", str(watched.flows)],

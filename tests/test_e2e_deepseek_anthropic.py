@@ -14,12 +14,12 @@ from typing import Any
 
 import httpx
 import pytest
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+
 from tests.support.event_log import LogTail
-from tests.support.fake_deepseek_anthropic import THINKING_MISSING
+from tests.support.fake_anthropic import THINKING_MISSING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
 from tests.support.proxy import MitmdumpProcess
@@ -66,7 +66,7 @@ def test_every_tool_turn_gets_its_thinking_back_without_a_thinking_field(
         assert tool_ids(turn) and turn["content"][0]["type"] == "thinking"
         turns.append(turn)
         messages += [without_thinking(turn), results(turn)]
-    first = fake.deepseek_anthropic.issued[tool_ids(turns[0])[0]]
+    (first,) = fake.deepseek_anthropic.issued[tool_ids(turns[0])[0]]
     assert first["signature"] == turns[0]["id"]  # DeepSeek signs with the message id
     assert "thinking" not in fake.last(PATH).doc
 
@@ -138,6 +138,7 @@ def recorded(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPat
     return {"flows": flows, "call": tool_ids(turn)[0], "diagnosed": diagnosed, "folder": folder}
 
 
+@pytest.mark.slow
 def test_the_400_is_diagnosed_as_deepseeks(recorded: dict[str, Any]) -> None:
     diagnosed, call = recorded["diagnosed"], recorded["call"]
     assert (diagnosed["rule"], diagnosed["provider"]) == ("deepseek_thinking_missing", "deepseek")
@@ -149,6 +150,7 @@ def test_the_400_is_diagnosed_as_deepseeks(recorded: dict[str, Any]) -> None:
     assert "would have inserted thinking before messages[1].content[1]" in diagnosed["advice"]
 
 
+@pytest.mark.slow
 def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) -> None:
     result = cli("check", "--no-diff", str(recorded["flows"]))
     report, call = result.stdout, recorded["call"]
@@ -161,6 +163,7 @@ def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) 
     assert "2 LLM request(s); 1 would fail as sent (#2); 0 would still fail through the proxy." in report
 
 
+@pytest.mark.slow
 def test_export_replays_to_the_same_repairs(recorded: dict[str, Any]) -> None:
     out = recorded["folder"] / "fixture"
     result = cli("export", str(recorded["flows"]), str(out), "--placeholders")

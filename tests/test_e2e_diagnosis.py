@@ -53,6 +53,7 @@ def test_an_unknown_error_is_logged_with_its_text_not_guessed(
     assert any("could not parse" in e["message"] for e in unknown)
 
 
+@pytest.mark.slow
 def test_a_refused_signature_is_dropped_from_the_cache(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -104,6 +105,7 @@ def test_copilots_bare_invalid_request_body_is_located_by_the_requests_own_check
     assert "never saw the answer that produced this tool call" in event["advice"]
 
 
+@pytest.mark.slow
 def test_with_repair_off_the_diagnosis_says_what_the_proxy_would_have_restored(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:

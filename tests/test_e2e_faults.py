@@ -38,9 +38,9 @@ import httpx
 import openai
 import pytest
 import zstandard
-
 from llm_reasoning_proxy.cache import CacheLimits, SQLiteStore
 from llm_reasoning_proxy.shared.scope import Scope, credential_fingerprint
+
 from tests.support.cache_fill import fill_cache
 from tests.support.event_log import LogTail, of_kind
 from tests.support.fake_provider import SERVER_ERROR, FakeProvider, Recorded
@@ -370,6 +370,7 @@ def rss_growth(pid: int, operation: Callable[[], None]) -> int:
     return memory(pid, "VmHWM") - before
 
 
+@pytest.mark.slow
 def test_50_mb_bodies_pass_intact_without_ballooning(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -550,6 +551,7 @@ def test_compressed_response_reaches_the_client_as_sent_and_is_captured(
 # --- 7. SIGKILL while 20 conversations write to the cache ----------------------------------------
 
 
+@pytest.mark.slow
 def test_sigkill_during_concurrent_writes_loses_nothing_committed(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -626,6 +628,7 @@ def test_sigkill_during_concurrent_writes_loses_nothing_committed(
 # --- 8. two proxies, one SQLite file -------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache.db"
     logs = [tmp_path / "events-a.jsonl", tmp_path / "events-b.jsonl"]
@@ -668,6 +671,7 @@ def test_two_proxies_share_one_sqlite_file(fake: FakeProvider, confdir: Path, tm
         assert db.execute("SELECT count(*) FROM records").fetchone() == (80,)
 
 
+@pytest.mark.slow
 def test_a_capture_the_proxy_has_not_got_costs_a_miss_never_another_turns_reasoning(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -696,6 +700,7 @@ def test_a_capture_the_proxy_has_not_got_costs_a_miss_never_another_turns_reason
     assert "reasoning_opaque" not in sent[1]  # a miss: the provider's own 400, not a value of another turn
 
 
+@pytest.mark.slow
 def test_a_cache_far_over_its_limit_is_pruned_while_the_proxy_serves(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -760,6 +765,7 @@ print(runs)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("sqlite3") is None, reason="needs the sqlite3 shell (scripts/test installs it)")
 def test_other_processes_opening_checkpointing_and_backing_up_the_cache_harm_nothing(
     fake: FakeProvider, confdir: Path, tmp_path: Path
@@ -829,6 +835,7 @@ def unwritable_start(confdir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     return path, output, code
 
 
+@pytest.mark.slow
 def test_unwritable_cache_location_stops_mitmdump(unwritable_start: tuple[Path, str, int | None]) -> None:
     path, output, code = unwritable_start
     assert code == 1, output
@@ -838,6 +845,7 @@ def test_unwritable_cache_location_stops_mitmdump(unwritable_start: tuple[Path, 
     assert "Traceback" not in output and "listening" not in output and " active: " not in output
 
 
+@pytest.mark.slow
 def test_unwritable_cache_message_names_the_option(unwritable_start: tuple[Path, str, int | None]) -> None:
     path, output, _ = unwritable_start
     assert f"llm_cache: cannot open the reasoning cache at {path}" in output
@@ -900,6 +908,7 @@ def full_cache_run(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.T
     return FullCacheRun(proxy, alive, log.events(), turns)
 
 
+@pytest.mark.slow
 def test_cache_full_at_run_time_keeps_traffic_flowing(full_cache_run: FullCacheRun) -> None:
     run = full_cache_run
     assert run.alive
@@ -922,6 +931,7 @@ def test_cache_full_at_run_time_keeps_traffic_flowing(full_cache_run: FullCacheR
     assert failed[0] < len(run.turns) - 1  # and it went on answering after a capture failed
 
 
+@pytest.mark.slow
 def test_cache_full_failure_names_its_cause(full_cache_run: FullCacheRun) -> None:
     errors = {f["error"] for f in of_kind(full_cache_run.events, "failure")}
     assert errors and all("disk I/O error" in e or "full" in e or "too large" in e for e in errors), errors

@@ -274,6 +274,7 @@ def test_cache_miss_gets_the_documented_placeholder(
     assert (action["kind"], action["location"], action["degraded"]) == ("placeholder", "contents[1].parts[0]", True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "setting, status",
     [("off", 400), ("Y29udGV4dF9lbmdpbmVlcmluZ19pc190aGVfd2F5X3RvX2dv", 200)],

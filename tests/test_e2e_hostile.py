@@ -63,6 +63,7 @@ def deepseek_turns(proxy: MitmdumpProcess, api_key: str, turns: int) -> None:
 # --- 8. a log rotation that fails ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_failed_rotation_is_said_once_and_the_log_goes_on(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -85,6 +86,7 @@ def test_a_failed_rotation_is_said_once_and_the_log_goes_on(
 # --- 9. links and loose modes at the paths the proxy writes --------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, name", [("llm_log", "events.jsonl"), ("llm_cache", "cache.db")])
 def test_a_link_at_a_path_the_proxy_writes_stops_it_at_startup(
     confdir: Path, tmp_path: Path, option: str, name: str
@@ -102,6 +104,7 @@ def test_a_link_at_a_path_the_proxy_writes_stops_it_at_startup(
     assert target.read_bytes() == b"not yours\n"
 
 
+@pytest.mark.slow
 def test_files_left_world_readable_become_owner_only(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -180,6 +183,7 @@ def deep_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.Tem
     return out
 
 
+@pytest.mark.slow
 def test_the_offline_check_says_in_one_line_what_it_could_not_read(deep_capture: Path) -> None:
     result = offline_cli("check", str(deep_capture), "--no-diff")
     assert result.returncode == 3, result.stdout + result.stderr
@@ -196,6 +200,7 @@ def test_the_offline_check_says_in_one_line_what_it_could_not_read(deep_capture:
     )
 
 
+@pytest.mark.slow
 def test_the_export_keeps_every_exchange_it_can_and_says_which_it_cannot(deep_capture: Path, tmp_path: Path) -> None:
     result = offline_cli("export", str(deep_capture), str(tmp_path / "out"))
     assert "Traceback" not in result.stderr, result.stderr
@@ -299,6 +304,7 @@ def test_a_gateway_credential_keeps_one_tenants_reasoning_from_another(
     assert fake.last().doc["messages"][1]["reasoning_content"] == turn["reasoning_content"]
 
 
+@pytest.mark.slow
 def test_a_header_the_user_names_is_a_credential(fake: FakeProvider, confdir: Path) -> None:
     with reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_credential_headers="X-Team-Id") as proxy:
         turn = tool_turn(proxy, {"x-team-id": "red"})
@@ -306,6 +312,7 @@ def test_a_header_the_user_names_is_a_credential(fake: FakeProvider, confdir: Pa
         assert post_chat(proxy, {"x-team-id": "red"}, own_call(turn, "call_red")).status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fallback", ["false", "true"])
 def test_without_any_credential_only_ids_find_reasoning_unless_the_user_opts_in(
     fake: FakeProvider, confdir: Path, fallback: str
@@ -414,6 +421,7 @@ def secret_session(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.T
     return SecretSession(state, proxy.output, cache, flows, turns, forwarded)
 
 
+@pytest.mark.slow
 def test_unsigned_reasoning_is_stored_masked_and_put_back_masked(secret_session: SecretSession) -> None:
     assert secret_session.turns["deepseek"] == 200
     restored = secret_session.forwarded["deepseek"].doc["messages"][1]["reasoning_content"]
@@ -441,6 +449,7 @@ def test_no_planted_secret_is_in_the_log_the_cache_or_the_proxys_output(secret_s
     assert leaked(secret_session.output) == []
 
 
+@pytest.mark.slow
 def test_no_planted_secret_is_in_flow_comments_the_export_or_the_check_report(
     secret_session: SecretSession, tmp_path: Path
 ) -> None:
@@ -500,6 +509,7 @@ def answer_then_another(proxy: MitmdumpProcess, path: str, body: bytes) -> float
     return time.monotonic() - started
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(ANSWERS))
 def test_an_answer_built_to_be_expensive_to_read_costs_what_plain_mitmdump_spends_on_it(
     hostile: HostileUpstream, side_by_side: dict[str, MitmdumpProcess], case: str
@@ -612,6 +622,7 @@ def memory_mb(pid: int, field: str = "VmRSS") -> float:
     return int(next(line.split()[1] for line in status.splitlines() if line.startswith(f"{field}:"))) / 1024
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BIG))
 def test_an_answer_too_big_to_store_is_logged_bounded_not_cached_and_its_memory_given_back(
     hostile: HostileUpstream, confdir: Path, tmp_path: Path, case: str
@@ -711,6 +722,7 @@ def bombs_side_by_side(
     return runs
 
 
+@pytest.mark.slow
 def test_bombs_cost_the_addon_no_more_memory_than_plain_mitmdump_plus_a_bound(
     bombs_side_by_side: dict[str, BombRun],
 ) -> None:
@@ -721,6 +733,7 @@ def test_bombs_cost_the_addon_no_more_memory_than_plain_mitmdump_plus_a_bound(
     )
 
 
+@pytest.mark.slow
 def test_each_bomb_on_an_llm_route_is_forwarded_untouched_and_said_so(bombs_side_by_side: dict[str, BombRun]) -> None:
     log = bombs_side_by_side["addon"].log
     reasons = [(e["url"].split("/")[4:6], e["reason"]) for e in log if e["kind"] == "skipped"]

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.e2e
 CONVERSATIONS, TURNS, WAVES = 200, 5, 3
 
 
+@pytest.mark.slow
 def test_every_turn_of_200_concurrent_conversations_is_repaired_and_memory_stays_flat(tmp_path: Path) -> None:
     report = run_load(CONVERSATIONS, TURNS, WAVES, tmp_path)
     print(render(report))

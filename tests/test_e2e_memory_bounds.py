@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy.shared.limits import MAX_HISTORY_BYTES
+
 from tests.support.event_log import LogTail
 from tests.support.loopback import LoopbackServer
 from tests.support.proxy import MitmdumpProcess, plain_streaming, reverse_proxy
@@ -167,6 +167,7 @@ def small_answers() -> Iterator[ToolCallUpstream]:
     upstream.stop()
 
 
+@pytest.mark.slow
 def test_the_history_memory_holds_no_more_than_its_bound_however_its_requests_parse(
     small_answers: ToolCallUpstream, confdir: Path, tmp_path: Path
 ) -> None:
@@ -215,6 +216,7 @@ def large_answers() -> Iterator[ToolCallUpstream]:
     upstream.stop()
 
 
+@pytest.mark.slow
 def test_fingerprints_of_ten_thousand_large_tool_calls_hold_no_more_than_their_bound(
     large_answers: ToolCallUpstream, confdir: Path, tmp_path: Path
 ) -> None:

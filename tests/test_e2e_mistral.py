@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
@@ -161,6 +161,7 @@ def recorded(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPat
     return {"flows": flows, "call": turn["tool_calls"][0]["id"], "diagnosed": diagnosed, "folder": folder}
 
 
+@pytest.mark.slow
 def test_the_422_for_another_providers_field_is_diagnosed(recorded: dict[str, Any]) -> None:
     diagnosed = recorded["diagnosed"]
     assert (diagnosed["rule"], diagnosed["provider"], diagnosed["status"]) == (
@@ -174,6 +175,7 @@ def test_the_422_for_another_providers_field_is_diagnosed(recorded: dict[str, An
     assert diagnosed["tool_call_ids"] == [recorded["call"]]
 
 
+@pytest.mark.slow
 def test_the_offline_check_finds_the_dropped_thinking_and_the_refused_field(recorded: dict[str, Any]) -> None:
     result = cli("check", str(recorded["flows"]))
     report, call = result.stdout, recorded["call"]
@@ -188,6 +190,7 @@ def test_the_offline_check_finds_the_dropped_thinking_and_the_refused_field(reco
     assert result.returncode == 1, report  # the refused field is no repair's to make
 
 
+@pytest.mark.slow
 def test_export_replays_to_the_same_repairs(recorded: dict[str, Any]) -> None:
     out = recorded["folder"] / "fixture"
     result = cli("export", str(recorded["flows"]), str(out), "--placeholders")

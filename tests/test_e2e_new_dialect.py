@@ -152,6 +152,7 @@ def turn_two_without_reasoning(base_url: str, key: str) -> list[dict]:
     return [question, dropped, result]
 
 
+@pytest.mark.slow
 def test_a_provider_added_as_a_module_and_a_line_is_repaired_and_explained(
     acme: FakeProvider, acme_addon: Path, confdir: Path, tmp_path: Path
 ) -> None:

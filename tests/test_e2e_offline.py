@@ -8,12 +8,12 @@ from pathlib import Path
 
 import openai
 import pytest
-from mitmproxy import flow, io
-from mitmproxy.test import tflow
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+from mitmproxy import flow, io
+from mitmproxy.test import tflow
+
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
@@ -54,6 +54,7 @@ def failing_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.
     return record(fake, confdir, tmp_path_factory.mktemp("capture") / "failing.mitm", repair=False)
 
 
+@pytest.mark.slow
 def test_check_explains_the_failure_and_shows_the_repair(failing_capture: Path) -> None:
     result = cli("check", str(failing_capture))
     assert result.returncode == 0, result.stdout + result.stderr  # the proxy would fix every request
@@ -76,6 +77,7 @@ def test_check_explains_the_failure_and_shows_the_repair(failing_capture: Path) 
     assert TOKEN not in report and QUERY_KEY not in report and BODY_KEY not in report
 
 
+@pytest.mark.slow
 def test_check_reads_the_same_capture_as_har(failing_capture: Path, confdir: Path, tmp_path: Path) -> None:
     har = tmp_path / "failing.har"
     converted = MitmdumpProcess(
@@ -89,6 +91,7 @@ def test_check_reads_the_same_capture_as_har(failing_capture: Path, confdir: Pat
     assert [c.status for c in as_har] == [200, 400]
 
 
+@pytest.mark.slow
 def test_a_conversation_repaired_live_is_checked_as_the_client_sent_it(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +103,7 @@ def test_a_conversation_repaired_live_is_checked_as_the_client_sent_it(
     assert "#3 deepseek-reasoner -> answer (client dropped state for call_" in result.stdout
 
 
+@pytest.mark.slow
 def test_exit_status_says_a_request_would_still_fail(fake: FakeProvider, confdir: Path, tmp_path: Path) -> None:
     """Turn 1 went straight to the provider, so nothing in the capture can repair turn 2."""
     turn_one = run_session(f"{fake.url}/v1", TOKEN, turns=1)
@@ -122,6 +126,7 @@ def test_exit_status_says_a_request_would_still_fail(fake: FakeProvider, confdir
     assert "1 would still fail through the proxy" in result.stdout
 
 
+@pytest.mark.slow
 def test_unreadable_input_is_a_clear_error(tmp_path: Path) -> None:
     junk = tmp_path / "junk.mitm"
     junk.write_bytes(b"\x00\x01 not a flow file")
@@ -130,6 +135,7 @@ def test_unreadable_input_is_a_clear_error(tmp_path: Path) -> None:
     assert "not a readable mitmproxy flow file or HAR file" in result.stderr
 
 
+@pytest.mark.slow
 def test_export_removes_credentials_and_replays_to_the_same_repairs(failing_capture: Path, tmp_path: Path) -> None:
     out = tmp_path / "fixture"
     result = cli("export", str(failing_capture), str(out), "--placeholders")
@@ -148,6 +154,7 @@ def test_export_removes_credentials_and_replays_to_the_same_repairs(failing_capt
     assert cli("check", str(out)).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_har_entry_mitmproxy_writes_twice_is_read_once(confdir: Path, tmp_path: Path) -> None:
     """A flow that ended with both an answer and an error (the client hung up after its answer) is written to a
     HAR file twice by mitmproxy's own export; the offline tools read it once."""

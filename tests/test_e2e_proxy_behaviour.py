@@ -13,10 +13,10 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from mitmproxy import http, io
-
 from llm_reasoning_proxy import __version__
 from llm_reasoning_proxy.shared import compat
+from mitmproxy import http, io
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
@@ -188,6 +188,7 @@ def test_aborted_stream_after_the_tool_call_is_still_usable(
 # --- processes -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["terminate", "kill"])
 def test_turn_two_through_a_new_process_on_the_same_cache(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str, how: str
@@ -218,6 +219,7 @@ def test_other_credential_gets_nothing(fake: FakeProvider, proxy: MitmdumpProces
     assert "reasoning_opaque" not in fake.last().doc["messages"][1]
 
 
+@pytest.mark.slow
 def test_secrets_never_reach_the_log_or_the_cache(fake: FakeProvider, confdir: Path, tmp_path: Path) -> None:
     token = planted("sk-test-", "PLANTEDSECRET0123456789abcdef")
     query_key = planted("AIza", "PLANTEDQUERYKEY0123456789abcdefghij")
@@ -240,6 +242,7 @@ def test_secrets_never_reach_the_log_or_the_cache(fake: FakeProvider, confdir: P
     assert oct(cache.stat().st_mode & 0o777) == "0o600" and oct(log.stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.slow
 def test_observe_only_logs_what_it_would_repair(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -264,6 +267,7 @@ def startup_error(process: MitmdumpProcess) -> str:
     return "\n".join(line for line in process.lines if "Loading script" not in line)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "option, message",
     [
@@ -284,12 +288,14 @@ def test_bad_configuration_stops_mitmdump_with_one_line(confdir: Path, option: s
     assert len(output.splitlines()) == 1 and output.startswith(f"mitmdump: {message}"), output
 
 
+@pytest.mark.slow
 def test_repeated_option_stops_mitmdump_with_one_line(confdir: Path) -> None:
     process = MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_cache=/tmp/x.db", confdir=confdir)
     output = startup_error(process)
     assert output == "mitmdump: llm options set more than once: llm_cache ('memory', '/tmp/x.db'); set each once"
 
 
+@pytest.mark.slow
 def test_missing_dependency_stops_mitmdump_with_one_line(confdir: Path, tmp_path: Path) -> None:
     """mitmproxy's standalone binaries, or a mitmproxy installed without this project, cannot import what the addon
     needs: mitmdump says which package is missing and how to install it."""
@@ -302,6 +308,7 @@ def test_missing_dependency_stops_mitmdump_with_one_line(confdir: Path, tmp_path
     assert "pipx inject mitmproxy" in output and "standalone binaries cannot load extra packages" in output
 
 
+@pytest.mark.slow
 def test_a_broken_addon_reloads_once_mended(confdir: Path, tmp_path: Path) -> None:
     """mitmproxy reloads a script whose file changes. A mistake in the addon's own code, saved while mitmproxy
     runs, is shown with its traceback and mitmproxy goes on watching: once mended, the addon is active again."""
@@ -325,6 +332,7 @@ def test_a_broken_addon_reloads_once_mended(confdir: Path, tmp_path: Path) -> No
         proxy.wait_for_line(" active: cache=memory", since=since)
 
 
+@pytest.mark.slow
 def test_loads_from_any_working_directory_and_says_it_is_active(confdir: Path, tmp_path: Path) -> None:
     with MitmdumpProcess("--set", "llm_cache=memory", "--set", "llm_log=", confdir=confdir, cwd=tmp_path) as proxy:
         # the version of the code that runs (installed or not) and what it runs on
@@ -376,6 +384,7 @@ class socket_port:
         self._socket.close()
 
 
+@pytest.mark.slow
 def test_flow_file_keeps_bodies_comments_and_markers(
     fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
 ) -> None:
@@ -394,6 +403,7 @@ def test_flow_file_keeps_bodies_comments_and_markers(
     assert b'"content": " directory"' in second.response.content
 
 
+@pytest.mark.slow
 def test_event_log_is_rotated_at_its_size(fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str) -> None:
     log = tmp_path / "events.jsonl"
     with reverse_proxy(

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-
 from llm_reasoning_proxy.cache import redis_store
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess, reverse_proxy, start_failure
@@ -48,6 +48,7 @@ def own_redis(tmp_path: Path) -> Iterator[RedisServer]:
     server.stop()
 
 
+@pytest.mark.slow
 def test_turn_two_through_another_proxy_is_repaired_from_the_shared_redis(
     fake: FakeProvider, confdir: Path, tmp_path: Path, redis_server: RedisServer, api_key: str
 ) -> None:
@@ -75,6 +76,7 @@ def test_turn_two_through_another_proxy_is_repaired_from_the_shared_redis(
     assert events(tmp_path / "second.jsonl", "repaired")
 
 
+@pytest.mark.slow
 def test_redis_outage_forwards_unchanged_and_recovers(
     fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer, api_key: str
 ) -> None:
@@ -109,6 +111,7 @@ def test_redis_outage_forwards_unchanged_and_recovers(
     assert events(log, "repaired")
 
 
+@pytest.mark.slow
 def test_proxy_starts_while_redis_is_down_and_uses_it_once_up(
     fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer, api_key: str
 ) -> None:
@@ -122,6 +125,7 @@ def test_proxy_starts_while_redis_is_down_and_uses_it_once_up(
         assert second_turn(client(proxy.url, api_key), GEMINI, messages, stream=True) == ANSWER
 
 
+@pytest.mark.slow
 def test_a_wrong_redis_password_stops_mitmdump_with_a_clear_error(
     fake: FakeProvider, confdir: Path, tmp_path: Path
 ) -> None:
@@ -152,6 +156,7 @@ def refused_at_startup(fake: FakeProvider, confdir: Path, url: str, log: Path) -
     return said[0]
 
 
+@pytest.mark.slow
 def test_a_redis_certificate_the_proxy_does_not_trust_stops_mitmdump_and_its_ca_in_the_url_mends_it(
     fake: FakeProvider, confdir: Path, tmp_path: Path, tls_redis: RedisServer, api_key: str
 ) -> None:
@@ -168,6 +173,7 @@ def test_a_redis_certificate_the_proxy_does_not_trust_stops_mitmdump_and_its_ca_
         assert admin.keys("llm-reasoning-proxy:*")  # the capture went to the TLS Redis
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["redis", "rediss"])
 def test_a_redis_url_whose_scheme_the_server_does_not_speak_stops_mitmdump(
     fake: FakeProvider, confdir: Path, tmp_path: Path, tls_redis: RedisServer, own_redis: RedisServer, scheme: str

@@ -82,6 +82,7 @@ def foreign_reasoning(fake: FakeProvider, api_key: str) -> list[str]:
     return [value for value in carried if not any(value.encode() in answer for answer in issued)]
 
 
+@pytest.mark.slow
 def test_a_redis_restarted_empty_never_sends_one_accounts_reasoning_with_another(
     fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer
 ) -> None:
@@ -112,6 +113,7 @@ SQUEEZE = 96 * 1024  # bytes of room past what Redis uses once both proxies are 
 CONVERSATIONS = 60
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", POLICIES)
 def test_redis_evicting_keys_never_sends_one_accounts_reasoning_with_another(
     fake: FakeProvider, confdir: Path, tmp_path: Path, own_redis: RedisServer, policy: str

@@ -60,6 +60,7 @@ def make_report(source: Path, out: Path, *options: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_the_report_is_one_file_with_nothing_secret_in_it(capture: Path, tmp_path: Path, api_key: str) -> None:
     out = tmp_path / "report.html"
     said = make_report(capture, out)
@@ -73,6 +74,7 @@ def test_the_report_is_one_file_with_nothing_secret_in_it(capture: Path, tmp_pat
     assert "default-src 'none'" in page
 
 
+@pytest.mark.slow
 def test_a_har_file_of_the_capture_makes_the_same_report(capture: Path, tmp_path: Path, confdir: Path) -> None:
     """mitmproxy's own HAR export of the flow file (what a browser's devtools save, too) reads the same."""
     har = tmp_path / "session.har"
@@ -85,6 +87,7 @@ def test_a_har_file_of_the_capture_makes_the_same_report(capture: Path, tmp_path
     assert ANSWER in page and "copilot_invalid_request_body" in page
 
 
+@pytest.mark.slow
 def test_include_opaque_writes_the_values_in_full(capture: Path, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     make_report(capture, out, "--include-opaque")
@@ -92,6 +95,7 @@ def test_include_opaque_writes_the_values_in_full(capture: Path, tmp_path: Path)
     assert all(value in page for value in opaque_values(capture))
 
 
+@pytest.mark.slow
 @requires_browser
 def test_the_report_opens_offline_and_shows_repairs_answers_and_diagnoses(
     capture: Path, tmp_path: Path, api_key: str

@@ -49,6 +49,7 @@ def test_the_scripts_leave_a_venv_they_did_not_make_alone(tmp_path: Path) -> Non
     assert (venv / "IMPORTANT.txt").read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_behind_a_tls_intercepting_proxy_the_corporate_ca_is_what_upstream_https_needs(
     confdir: Path, tmp_path: Path
 ) -> None:

@@ -232,6 +232,7 @@ CARRIERS: dict[str, Chat | Anthropic | Gemini] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("carrier", list(CARRIERS))
 def test_reasoning_is_only_put_back_for_the_credential_it_was_issued_to(
     fake: FakeProvider, forward: MitmdumpProcess, carrier: str
@@ -475,6 +476,7 @@ def recording(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPa
     return Recording(secrets, state, while_running, after_exit, flows, export, export_result, check_result, events)
 
 
+@pytest.mark.slow
 def test_no_credential_reaches_the_event_log_or_the_cache_files(recording: Recording, tmp_path: Path) -> None:
     secrets = recording.secrets
     # Read while the proxy held the cache open: the newest pages live in -wal, its index in -shm.
@@ -500,6 +502,7 @@ def test_no_credential_reaches_the_event_log_or_the_cache_files(recording: Recor
     assert len(scopes) == 1 and re.fullmatch(r"127\.0\.0\.1:\d+\|[0-9a-f]{32}", scopes.pop())
 
 
+@pytest.mark.slow
 def test_the_flow_file_keeps_credentials_but_the_exported_fixture_does_not(recording: Recording) -> None:
     secrets, result = recording.secrets, recording.export_result
     assert result.returncode == 0, result.stderr
@@ -519,6 +522,7 @@ def test_the_flow_file_keeps_credentials_but_the_exported_fixture_does_not(recor
     assert gemini["response"] == {"result": "config.env: OPENAI_API_KEY=[REDACTED]", "api_key": "[REDACTED]"}
 
 
+@pytest.mark.slow
 def test_the_offline_check_report_holds_no_credential(recording: Recording) -> None:
     result = recording.check_result
     assert result.returncode == 1, result.stderr  # #3 still fails: nothing was cached for it
@@ -532,6 +536,7 @@ def test_the_offline_check_report_holds_no_credential(recording: Recording) -> N
     )
 
 
+@pytest.mark.slow
 def test_state_directory_log_and_cache_files_are_owner_only_under_a_permissive_umask(recording: Recording) -> None:
     assert stat.S_IMODE(recording.state.parent.stat().st_mode) == 0o775  # the umask applied to what was not ours
     modes = {"state directory": oct(stat.S_IMODE(recording.state.stat().st_mode))}
@@ -548,6 +553,7 @@ def test_state_directory_log_and_cache_files_are_owner_only_under_a_permissive_u
     }
 
 
+@pytest.mark.slow
 def test_exported_fixture_files_are_owner_only_under_a_permissive_umask(recording: Recording) -> None:
     modes = {path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in recording.export.iterdir()}
     assert len(modes) == 9

@@ -157,6 +157,7 @@ def keeping_proxy(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.Te
         yield process
 
 
+@pytest.mark.slow
 def test_with_removal_off_the_provider_refuses(
     fake: FakeProvider, keeping_proxy: MitmdumpProcess, api_key: str
 ) -> None:

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli as cli
@@ -117,6 +117,7 @@ def recorded(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPat
     return {"flows": flows, "call": tool_ids(turn)[0], "diagnosed": diagnosed, "folder": folder}
 
 
+@pytest.mark.slow
 def test_the_400_is_diagnosed(recorded: dict[str, Any]) -> None:
     diagnosed, call = recorded["diagnosed"], recorded["call"]
     assert (diagnosed["rule"], diagnosed["provider"]) == ("anthropic_thinking_expected", "anthropic")
@@ -125,6 +126,7 @@ def test_the_400_is_diagnosed(recorded: dict[str, Any]) -> None:
     assert "would have inserted thinking before messages[1].content[1]" in diagnosed["advice"]
 
 
+@pytest.mark.slow
 def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) -> None:
     result = cli("check", "--no-diff", str(recorded["flows"]))
     report, call = result.stdout, recorded["call"]
@@ -137,6 +139,7 @@ def test_the_offline_check_finds_the_dropped_thinking(recorded: dict[str, Any]) 
     assert "2 LLM request(s); 1 would fail as sent (#2); 0 would still fail through the proxy." in report
 
 
+@pytest.mark.slow
 def test_export_replays_to_the_same_repairs(recorded: dict[str, Any]) -> None:
     out = recorded["folder"] / "fixture"
     result = cli("export", str(recorded["flows"]), str(out), "--placeholders")

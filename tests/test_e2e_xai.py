@@ -1,5 +1,5 @@
 """End to end over xAI's Responses API: the openai SDK (as xAI's docs use it), a real mitmdump with the addon, and the
-fake xAI (tests/support/fake_xai.py) whose first answers are real captures (tests/fixtures/xai/)."""
+fake xAI (tests/support/fake_responses.py) whose first answers are real captures (tests/fixtures/xai/)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.cli import load_flows
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir
+
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
-from tests.support.fake_xai import (
+from tests.support.fake_responses import (
     CAPTURED_MODEL,
     COMPACTION_BLOB,
     DEGRADED,
@@ -237,6 +237,7 @@ def refused_capture(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.
     return out
 
 
+@pytest.mark.slow
 def test_the_offline_check_of_a_flow_file_names_the_summary_xai_wants(refused_capture: Path) -> None:
     result = cli("check", str(refused_capture))
     # Turn 2 breaks a rule the proxy mends; turn 3's edited blob breaks none the request shows (only xAI can tell).
@@ -251,6 +252,7 @@ def test_the_offline_check_of_a_flow_file_names_the_summary_xai_wants(refused_ca
     assert TOKEN not in result.stdout
 
 
+@pytest.mark.slow
 def test_export_of_the_flow_file_replays_to_the_same_repairs(refused_capture: Path, tmp_path: Path) -> None:
     out = tmp_path / "fixture"
     result = cli("export", str(refused_capture), str(out), "--placeholders")

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared import events
 from llm_reasoning_proxy.shared.events import EventLog, Skipped
+
 from tests.support.planted import planted
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,6 +64,7 @@ log.close()
 """
 
 
+@pytest.mark.slow
 def test_processes_sharing_one_log_stay_within_its_bound(tmp_path: Path) -> None:
     path = tmp_path / "events.jsonl"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -6,18 +6,18 @@ import json
 from pathlib import Path
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.diagnosis.explanation import FOREIGN_ADVICE, advise, locate, pick_finding
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Violation
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire import RepairContext, by_name
 from llm_reasoning_proxy.wire.chat_completions.format import block_to_message
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
 from tests.support.addon_context import addon_context
 from tests.support.fake_chat import COPILOT_INVALID_BODY, DEEPSEEK_MISSING_REASONING, VERTEX_MISSING_SIGNATURE
+from tests.support.scope import request_scope
 
 CHAT = [
     {"role": "system", "content": "s"},

@@ -9,9 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.offline.fixtures import (
     ExchangeFixture,
@@ -32,6 +29,9 @@ from llm_reasoning_proxy.offline.fixtures.placeholders import (
 from llm_reasoning_proxy.shared.redact import redact_json
 from llm_reasoning_proxy.wire import by_name
 from llm_reasoning_proxy.wire.gemini.format import PLACEHOLDER_BASE64
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
 from tests.support.addon_context import addon_context
 from tests.support.capture import pieces, tap_records
 from tests.support.planted import planted
@@ -897,7 +897,7 @@ def test_meta_says_whether_placeholders_were_used(tmp_path: Path) -> None:
         out = tmp_path / str(placeholders)
         *_, meta = write_fixture_dir(build_fixtures(flows, placeholders=placeholders), out, source="f.mitm")
         assert json.loads(meta.read_text())["placeholders"] is placeholders
-        assert [f._placeholders for f in read_fixture_dir(out)] == [placeholders]
+        assert [f.uses_placeholders for f in read_fixture_dir(out)] == [placeholders]
 
 
 def test_a_directory_that_holds_something_is_only_overwritten_when_asked(tmp_path: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.offline.check import check_flows
 from llm_reasoning_proxy.offline.fixtures import fixture_to_flow, read_fixture_dir
 

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.gemini.format import GeminiNative, text_key
+
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "gemini"

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from mitmproxy import http
-
 from llm_reasoning_proxy.shared.headers import has_header, header, header_values, media_type, pretty_host
+from mitmproxy import http
 
 FIELDS = [
     [],

@@ -12,19 +12,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mitmproxy import http, io
-from mitmproxy.test import tflow, tutils
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.answer import tap as response_tap
 from llm_reasoning_proxy.answer.tap import ResponseTap
 from llm_reasoning_proxy.hooks.runtime import Runtime
 from llm_reasoning_proxy.shared.flow_meta import flow_meta
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+from mitmproxy import http, io
+from mitmproxy.test import tflow, tutils
+
 from tests.support.addon_context import addon_context
 from tests.support.planted import planted
+from tests.support.scope import request_scope
 
 TURN_TWO = {
     "model": "gemini-3-pro-preview",
@@ -259,7 +259,7 @@ def test_a_stream_is_held_unread_up_to_its_bound_and_read_as_it_passes_past_it(m
     for _ in range(2 * response_tap.BACKLOG_CHUNKS):
         tap(event)
     assert len(fed) >= 100 + response_tap.BACKLOG_CHUNKS  # past the bound: read in batches as it passes
-    assert tap._backlog_size < response_tap.BACKLOG_BYTES
+    assert tap.unread_bytes < response_tap.BACKLOG_BYTES
     tap(b"")
     tap.finish()
     assert len(fed) == 100 + 2 * response_tap.BACKLOG_CHUNKS
@@ -275,8 +275,8 @@ def test_a_stream_in_an_encoding_the_proxy_cannot_decode_passes_untouched_and_un
     tap(b"")
     tap.finish()
     assert "unsupported content-encoding 'x-unknown'" in (tap.problem or "")
-    assert not reader.records(complete=True) and not tap._backlog
-    assert tap(b"more") == b"more" and not tap._backlog  # after the stop nothing more is set aside
+    assert not reader.records(complete=True) and not tap.unread_bytes
+    assert tap(b"more") == b"more" and not tap.unread_bytes  # after the stop nothing more is set aside
 
 
 def test_a_cut_stream_is_read_at_once(addons) -> None:

@@ -7,7 +7,6 @@ import copy
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.jsoncodec import ExactNumber, NotWritable
 

@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable
 
 import pytest
-
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.tap import read_recorded
+
 from tests.support import hostile_answers as answers
 
 BASE = 2000
@@ -50,6 +50,7 @@ def cpu_seconds(body: bytes, wire_format: str) -> float:
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> None:
     make, wire_format = CASES[case]
@@ -58,6 +59,7 @@ def test_ten_times_the_fragments_cost_about_ten_times_the_time(case: str) -> Non
     assert large < 3 * SCALE * max(small, 0.002), f"{case}: {small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
 
 
+@pytest.mark.slow
 def test_countless_choices_each_opening_a_think_block_cost_linear_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader keeps MAX_CHOICES choices, so the case above stops early; without that bound, whether a `<think>`
     block is open in some choice is still known after each chunk without looking at every choice."""
@@ -150,6 +152,7 @@ def removal_cpu_seconds(make: Callable[[int], dict], wire_format: str, count: in
     return best
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(REMOVALS))
 def test_ten_times_the_foreign_values_cost_about_ten_times_the_time(case: str) -> None:
     make, wire_format = REMOVALS[case]
@@ -188,6 +191,7 @@ def comparison_cpu_seconds(count: int) -> float:
     return best
 
 
+@pytest.mark.slow
 def test_comparing_thousands_of_alike_messages_costs_linear_time() -> None:
     small, large = comparison_cpu_seconds(BASE), comparison_cpu_seconds(BASE * SCALE)
     assert large < 3 * SCALE * max(small, 0.002), f"{small:.4f}s for {BASE}, {large:.4f}s for {BASE * SCALE}"
@@ -214,6 +218,7 @@ def assembly_cpu_seconds(body: bytes) -> float:
     return best
 
 
+@pytest.mark.slow
 def test_assembling_items_named_only_by_id_costs_linear_time() -> None:
     small = assembly_cpu_seconds(responses_deltas_by_item_id(BASE))
     large = assembly_cpu_seconds(responses_deltas_by_item_id(BASE * SCALE))

@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.shared import jsoncodec
@@ -16,6 +15,7 @@ from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.chat_completions.fields import message_lacks
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+
 from tests.test_capture_fixtures import sse_documents, tap_records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mistral"

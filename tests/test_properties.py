@@ -12,11 +12,11 @@ from unittest import mock
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer import tap as response_tap
 from llm_reasoning_proxy.wire import RepairContext
 from llm_reasoning_proxy.wire.sse import SSEEvent, SSEParser
+
 from tests.support.capture import split, tap_records
 from tests.support.fake_provider import Options, _Compressor
 from tests.support.generators import (
@@ -182,6 +182,7 @@ def is_subsequence(part: list[object], whole: list[object]) -> bool:
     return all(any(x == y for y in rest) for x in part)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     generated=sse_streams(),

@@ -6,7 +6,6 @@ import copy
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy.answer.provenance import Origin, foreign_lookup, issued_values, record_origins, value_digest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
@@ -252,10 +251,9 @@ def context() -> RepairContext:
 def test_the_offline_check_removes_what_an_earlier_exchange_issued_for_another_model() -> None:
     import json
 
+    from llm_reasoning_proxy.offline.check import check_flows
     from mitmproxy import http
     from mitmproxy.test import tflow, tutils
-
-    from llm_reasoning_proxy.offline.check import check_flows
 
     def exchange(model: str, items: list[dict], output: list[dict]) -> http.HTTPFlow:
         flow = tflow.tflow()

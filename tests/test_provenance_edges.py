@@ -8,19 +8,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import tflow, tutils
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.answer.keep import remember_issuer
 from llm_reasoning_proxy.answer.provenance import Origin, foreign_lookup, record_origins, value_digest
 from llm_reasoning_proxy.cache import CacheLimits, MemoryStore
 from llm_reasoning_proxy.cache.sqlite_store import SQLiteStore
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.wire.chat_completions.format import ChatCompletions
+from mitmproxy import http
+from mitmproxy.test import tflow, tutils
+
 from tests.support.addon_context import addon_context
 from tests.support.planted import planted
+from tests.support.scope import request_scope
 
 SCOPE = "api.example.com:443|account-a"
 MINE = Origin(SCOPE, "model-y")

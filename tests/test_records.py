@@ -9,6 +9,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from llm_reasoning_proxy.shared import records
 from llm_reasoning_proxy.shared.limits import MAX_MEMO_BYTES, MEMO_KEY_CHARS, MiB
 from llm_reasoning_proxy.shared.records import (
@@ -39,6 +40,7 @@ def written_file(number: int, size: int) -> str:
     return json.dumps({"path": f"/src/file_{number}.py", "content": "x = 1\n" * (size // 6)})
 
 
+@pytest.mark.slow
 def test_fingerprints_of_long_arguments_hold_no_more_than_their_bound() -> None:
     """An agent that writes files sends tens of kilobytes a call: 300 calls of 100 KB each were kept whole with
     their canonical text (60 MB; 8,192 of them, 1.6 GB, for as long as the proxy ran)."""

@@ -8,7 +8,6 @@ import time
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from llm_reasoning_proxy.shared.redact import (
     REDACTED,
     SECRET_HEADERS,
@@ -18,6 +17,7 @@ from llm_reasoning_proxy.shared.redact import (
     redact_text,
     redact_url,
 )
+
 from tests.support.planted import every_shape, planted
 
 OPENAI_KEY = planted("sk-proj-", "AbCdEfGh12345678IjKlMnOp")
@@ -336,10 +336,9 @@ def test_a_line_in_mitmdumps_output_is_masked_then_bounded(caplog: pytest.LogCap
 
 
 def test_a_flow_comment_is_masked_then_bounded() -> None:
-    from mitmproxy.test import tflow
-
     from llm_reasoning_proxy.hooks.annotate import add_comment
     from llm_reasoning_proxy.shared.limits import MAX_OUTPUT_LINE_CHARS
+    from mitmproxy.test import tflow
 
     flow = tflow.tflow()
     add_comment(flow, "x" * (MAX_OUTPUT_LINE_CHARS * 10))

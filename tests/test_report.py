@@ -6,13 +6,12 @@ import json
 import re
 from pathlib import Path
 
-from mitmproxy import http, io
-from mitmproxy.test import tflow
-
 from llm_reasoning_proxy.offline.report import write_report
 from llm_reasoning_proxy.offline.report.turns import curl_headers
 from llm_reasoning_proxy.transcripts.diff import compare
 from llm_reasoning_proxy.wire.conversation import Message, Part
+from mitmproxy import http, io
+from mitmproxy.test import tflow
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = "https://api.deepseek.com/chat/completions"

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.events import summarize_record
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, arguments_digest
@@ -16,6 +15,7 @@ from llm_reasoning_proxy.wire import CacheView, RepairContext, claim
 from llm_reasoning_proxy.wire.responses import stream as responses_stream
 from llm_reasoning_proxy.wire.responses.format import Responses
 from llm_reasoning_proxy.wire.sse import SSEEvent
+
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai-responses"

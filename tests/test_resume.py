@@ -13,19 +13,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from mitmproxy import http
-from mitmproxy.flow import Error
-from mitmproxy.test import taddons, tflow
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.cache import CacheLimits, open_store
 from llm_reasoning_proxy.request.history import HistoryMemory, Remembered, list_bounds
 from llm_reasoning_proxy.shared import jsoncodec
 from llm_reasoning_proxy.shared.flow_meta import META
 from llm_reasoning_proxy.shared.records import ActionTally, ReasoningRecord, RepairAction, ToolCallRef
-from llm_reasoning_proxy.shared.scope import request_scope
 from llm_reasoning_proxy.shared.sizes import action_size, parsed_size, record_size
+from mitmproxy import http
+from mitmproxy.flow import Error
+from mitmproxy.test import taddons, tflow
+
 from tests.support.addon_context import addon_context
+from tests.support.scope import request_scope
 
 URL = "https://api.example.test"
 HEADERS = {"authorization": "Bearer sk-test-resume", "content-type": "application/json"}
@@ -385,6 +385,7 @@ def many(item: bytes, count: int = 20_000) -> bytes:
     return b"[" + b",".join([item] * count) + b"]"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text",
     [
@@ -416,6 +417,7 @@ def test_what_a_value_parses_to_is_never_more_than_its_text_says(text: bytes) ->
     assert held <= parsed_size(text)
 
 
+@pytest.mark.slow
 def test_records_and_repairs_are_counted_for_what_they_hold() -> None:
     """Cache records as the stores parse them, and repairs with the flow comment's tally of them."""
     texts = [responses_record(n).model_dump_json() for n in range(300)]
@@ -443,7 +445,7 @@ def held_by_memory(made: list[Any], send: Callable[[], Any]) -> tuple[int, int]:
         runtime.store.close()
         runtime.store = None
         gc.collect()
-        counted, before = runtime.history._bytes, tracemalloc.get_traced_memory()[0]
+        counted, before = runtime.history.held_bytes, tracemalloc.get_traced_memory()[0]
         runtime.history.clear()
         gc.collect()
         return counted, before - tracemalloc.get_traced_memory()[0]
@@ -451,6 +453,7 @@ def held_by_memory(made: list[Any], send: Callable[[], Any]) -> tuple[int, int]:
         tracemalloc.stop()
 
 
+@pytest.mark.slow
 def test_the_memory_counts_what_a_request_parses_to_not_only_its_bytes(addons: Any) -> None:
     """A request whose tools are 20,000 empty lists: 60 KB of a body, over a megabyte parsed (before, counted as its
     60 KB: the bound of 128 MiB let the proxy hold 3 GB)."""
@@ -465,6 +468,7 @@ def test_the_memory_counts_what_a_request_parses_to_not_only_its_bytes(addons: A
     assert counted >= held, (counted, held)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [False, True], ids=["drops-state", "keeps-state"])
 def test_the_memory_counts_what_a_session_read_turn_by_turn_holds(addons: Any, tmp_path: Any, keep: bool) -> None:
     """Each turn adds what it found and repaired to what the conversation carries on (records, repairs, ids)."""

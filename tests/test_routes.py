@@ -4,7 +4,6 @@ only for paths of a usual length."""
 from __future__ import annotations
 
 import pytest
-
 from llm_reasoning_proxy import wire as formats
 
 PATHS = [

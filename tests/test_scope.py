@@ -5,9 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pytest
-from mitmproxy import http
-from mitmproxy.test import tutils
-
 from llm_reasoning_proxy.shared import redact, scope
 from llm_reasoning_proxy.shared.accounts import copilot_account
 from llm_reasoning_proxy.shared.redact import is_credential_header
@@ -18,9 +15,12 @@ from llm_reasoning_proxy.shared.scope import (
     account_fingerprint,
     caller_identity,
     credential_fingerprint,
-    request_scope,
 )
+from mitmproxy import http
+from mitmproxy.test import tutils
+
 from tests.support.planted import ACCOUNT, MAC, ORG_ACCOUNT, TID, copilot_token, planted
+from tests.support.scope import request_scope
 
 
 def request(*headers: tuple[str, str], query: str = "") -> http.Request:

@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
-
 from llm_reasoning_proxy.shared.settings import (
     OPTION_NAMES,
     OPTIONS,
@@ -23,6 +21,7 @@ from llm_reasoning_proxy.shared.settings import (
     parse_placeholder,
     parse_settings,
 )
+from pydantic import ValidationError
 
 DEFAULTS = {spec.name: spec.default for spec in OPTIONS}
 

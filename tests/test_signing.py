@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from llm_reasoning_proxy.request.signing import SIGV4, body_signer
 from mitmproxy import http
 from mitmproxy.test import tutils
-
-from llm_reasoning_proxy.request.signing import SIGV4, body_signer
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ from __future__ import annotations
 import random
 
 import pytest
-from mitmproxy import http
-
 from llm_reasoning_proxy.wire.sse import (
     SSEEvent,
     SSEOverflow,
@@ -17,6 +15,7 @@ from llm_reasoning_proxy.wire.sse import (
     marked_events,
     text_lines,
 )
+from mitmproxy import http
 
 
 def parse_all(stream: bytes, chunks: list[bytes] | None = None, **kwargs) -> list[SSEEvent]:

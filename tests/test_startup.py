@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from mitmproxy import exceptions
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.shared import startup
+from mitmproxy import exceptions
+
 from tests.support.addon_context import addon_context
 
 

@@ -9,6 +9,7 @@ from llm_reasoning_proxy.answer.tap import read_recorded
 from llm_reasoning_proxy.shared.limits import MAX_VALUE_BYTES
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import by_name
+
 from tests.support.planted import every_shape
 
 KEY, MARKER = every_shape("storable")["openai"]

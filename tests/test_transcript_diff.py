@@ -7,7 +7,6 @@ from bisect import bisect_left
 from difflib import SequenceMatcher
 
 import pytest
-
 from llm_reasoning_proxy.shared.limits import MAX_ALIGNMENT_STEPS
 from llm_reasoning_proxy.transcripts.diff import compare
 from llm_reasoning_proxy.wire.conversation import Message, Part

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared.limits import MAX_CONTENT_BLOCKS
 from llm_reasoning_proxy.transcripts import TRANSCRIBERS, conversation, read_answer
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation

@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy.shared.limits import MAX_CONTENT_BLOCKS
 from llm_reasoning_proxy.transcripts import TRANSCRIBERS, conversation, read_answer
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
 from llm_reasoning_proxy.wire.bedrock_converse import transcript as transcriber
 from llm_reasoning_proxy.wire.conversation import Answer, Part
 from llm_reasoning_proxy.wire.event_stream import event_frame
+
 from tests.support.aws_frames import by_hand
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bedrock"

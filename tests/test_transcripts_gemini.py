@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy.transcripts import conversation, read_answer
 from llm_reasoning_proxy.transcripts.diff import compare
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
@@ -371,6 +370,7 @@ def test_runs_of_thought_and_text_are_joined_apart_and_calls_stay_between_them()
     assert (second.where, [p.text for p in second.parts]) == ("candidates[1]", ["other candidate"])
 
 
+@pytest.mark.slow
 def test_ten_thousand_chunks_are_joined_once() -> None:
     docs = [{"candidates": [{"content": {"parts": [{"text": f"{i % 10}"}]}}]} for i in range(10_000)]
     docs += [{"candidates": [{"content": {"parts": [{"text": "t", "thought": True}]}}]} for _ in range(10_000)]

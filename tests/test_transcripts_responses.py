@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy.transcripts import conversation, read_answer
 from llm_reasoning_proxy.transcripts.view import render_answer, render_conversation
 from llm_reasoning_proxy.wire.conversation import Answer, Message, digest

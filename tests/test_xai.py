@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.dialects.xai import REASONING_SUMMARY_MISSING
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import CacheView, RepairContext
 from llm_reasoning_proxy.wire.responses.format import Responses
+
 from tests.support import capture
 
 FIXTURES = Path(__file__).parent / "fixtures" / "xai"
@@ -166,6 +166,7 @@ def test_a_record_without_a_summary_gives_none() -> None:
     assert "summary" not in doc["input"][1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "model", "found"), [("api.x.ai", MODEL, True), ("api.openai.com", "gpt-5", False)])
 def test_the_check_names_a_missing_summary_where_xai_serves(host: str, model: str, found: bool) -> None:
     doc = {"model": model, "input": [QUESTION, without(REASONING, "summary"), CALL, OUTPUT]}

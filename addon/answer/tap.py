@@ -89,6 +89,11 @@ class ResponseTap:
         self._backlog_size = 0
         self.seconds = 0.0  # spent reading: what the proxy's own time on this answer is made of
 
+    @property
+    def unread_bytes(self) -> int:
+        """The bytes of the stream set aside and not read yet."""
+        return sum(map(len, self._backlog))
+
     def __call__(self, chunk: bytes) -> bytes:
         if not chunk:
             self.ended = True

@@ -218,6 +218,11 @@ class HistoryMemory:
     def __len__(self) -> int:
         return self._count
 
+    @property
+    def held_bytes(self) -> int:
+        """What the requests remembered hold, as counted against `max_bytes`."""
+        return self._bytes
+
     def clear(self) -> None:
         for entries in self._by_key.values():
             for entry in entries:

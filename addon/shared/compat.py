@@ -25,14 +25,14 @@ from .headers import has_header
 logger = logging.getLogger(__name__)
 
 
-def _version_tuple(text: str) -> tuple[int, ...]:
+def version_tuple(text: str) -> tuple[int, ...]:
     """(12, 2, 3) from "12.2.3", (12, 0, 0) from "12.0.0.dev0": only the release numbers count."""
     numbers = re.match(r"\d+(?:\.\d+)*", text)
     parts = tuple(int(p) for p in numbers.group(0).split(".")) if numbers else ()
     return (parts + (0, 0, 0))[:3]
 
 
-MITMPROXY_VERSION = _version_tuple(MITMPROXY_VERSION_TEXT)
+MITMPROXY_VERSION = version_tuple(MITMPROXY_VERSION_TEXT)
 
 
 def runtime() -> str:

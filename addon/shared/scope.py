@@ -190,11 +190,6 @@ _remembered_identity = functools.lru_cache(maxsize=256)(_identity)
 _PAIR_BYTES = 128
 
 
-def request_scope(request: http.Request, also: frozenset[str] = frozenset()) -> Scope:
-    """The scope of a request; `also` names further credential headers (lower case, `llm_credential_headers`)."""
-    return scope_of(request, caller_identity(request, also))
-
-
 def scope_of(request: http.Request | Caller, identity: Identity) -> Scope:
     """The scope of a request (or what was taken of it) whose caller's identity was already read."""
     return Scope(host=f"{request.host.lower()}:{request.port}", credential=identity.fingerprint)

@@ -1,17 +1,18 @@
-"""Fake Anthropic Messages dialect (`POST /v1/messages`): extended thinking with signed blocks.
+"""Fake Anthropic Messages API (`POST …/v1/messages`): one fake for the wire format, a provider's rules plugged in.
 
-Answers as the real API does with `thinking` on: a tool turn is a `thinking`
-block (text + `signature`), optionally a `text` block (`x-fake-content`), then
-`x-fake-parallel` `tool_use` blocks; after the tool results (`x-fake-steps`
-tool turns) comes a final text answer. `x-fake-redacted: 1` gives a
-`redacted_thinking` block instead of the thinking block, `x-fake-redacted: both`
-gives one after it. Streams use the real event sequence (`message_start`,
-`content_block_start`/`_delta`/`_stop` with `thinking_delta`, a
-`signature_delta` just before the block's stop, `input_json_delta`,
-`message_delta`, `message_stop`).
+`MessagesFake` is the format: it answers as the real API does with thinking on (a tool turn is a `thinking` block
+(text + `signature`), optionally a `text` block (`x-fake-content`), then `x-fake-parallel` `tool_use` blocks; after
+the tool results (`x-fake-steps` tool turns) comes a final text answer; `x-fake-redacted: 1` gives a
+`redacted_thinking` block instead of the thinking block, `x-fake-redacted: both` gives one after it), and streams it
+with the real event sequence (`message_start`, `content_block_start`/`_delta`/`_stop` with `thinking_delta`, a
+`signature_delta` just before the block's stop, `input_json_delta`, `message_delta`, `message_stop`). It keeps what
+it issued: the thinking blocks by tool_use id, the signatures, the redacted data, the model of each.
 
-With thinking on, it refuses (400, Anthropic's error envelope) what the API
-refuses, with the API's texts:
+A provider (`Anthropic`, `Vertex`, `CopilotMessages`, `DeepSeek`) is a small object that says where it is served
+(its paths), when its models think, what it refuses with which text in which envelope, and how its answers differ.
+
+Anthropic's own API, with thinking on, refuses (400, Anthropic's error envelope) what the API refuses, with the API's
+texts:
 
 * a thinking block whose `signature` was not issued for exactly its text, or a
   `redacted_thinking` block whose `data` was not issued, in any message; either
@@ -25,6 +26,34 @@ refuses, with the API's texts:
 * for a `claude-fable-5…` model or with `x-fake-binding: 1` (see `Binding`): a
   thinking block sent back under another system prompt, other tools or other
   earlier messages than the request that produced it had.
+
+Claude on Vertex AI (`…/publishers/anthropic/models/{model}:rawPredict` and `:streamRawPredict`) has the same rules
+behind Vertex's routes (https://docs.anthropic.com/en/api/claude-on-vertex-ai): the model is the one the path names,
+the body carries `"anthropic_version": "vertex-2023-10-16"` and no `model`, a stream is asked for on
+`:streamRawPredict` (with `"stream": true` still in the body), and error ids are Vertex's `req_vrtx_…`
+(https://github.com/anthropics/claude-code/issues/52811).
+
+GitHub Copilot's `/v1/messages` (`POST /copilot/v1/messages`, standing for `https://api.githubcopilot.com/v1/messages`)
+is Claude behind Copilot on Anthropic's own API: Copilot lists `/v1/messages` among the endpoints of every `claude-*`
+model (pydantic/pydantic-ai #8232) and passes Anthropic's blocks and signatures through, so the rules are
+Anthropic's. Only the envelope differs: Copilot's own, with Anthropic's text as its message and code
+`invalid_request_body`, as caozhiyuan/copilot-api #63 and #73 show it for an invalid signature (for the other texts,
+the fake's assumption).
+
+DeepSeek's Anthropic-compatible route (`…/anthropic/v1/messages`, https://api-docs.deepseek.com/guides/anthropic_api):
+thinking is on unless the request sets `thinking.type` to "disabled"; a thinking block's `signature` is the message
+id, a bare UUID (https://github.com/NousResearch/hermes-agent/pull/21048), and its final answers think too. A stream
+opens the thinking block without a `signature` key and sends none after it
+(https://github.com/QuantumNous/new-api/issues/4762, https://github.com/Alishahryar1/free-claude-code/pull/599).
+Its rules, with DeepSeek's texts:
+
+* a `redacted_thinking` block anywhere is refused whole (HTTP 422): the Rust deserializer knows no such variant;
+* with thinking on, every assistant message holding `tool_use` blocks must carry a thinking block, in every later
+  request (HTTP 400, in an OpenAI-style envelope: https://github.com/OEvortex/aether/issues/31,
+  https://github.com/NousResearch/hermes-agent/issues/17992). Only its presence is checked here: clients that send the
+  block back without its signature are answered, so DeepSeek does not seem to verify what it holds.
+
+Each provider's fake has signatures of its own: a block another one issued is not one it issued.
 """
 
 from __future__ import annotations
@@ -67,6 +96,16 @@ BOUND_ELSEWHERE = (
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 BINDING_NEEDS_BETA = f" That setting requires the `{BINDING_BETA}` value in the `anthropic-beta` header."
 SYSTEM_CHANGED = " The `system` prompt differs from the one this block was created with."
+# DeepSeek's texts.
+THINKING_MISSING = "The `content[].thinking` in the thinking mode must be passed back to the API."
+# The deserializer's text as third-party tests quote it (the full list of variants is not quoted anywhere), in the
+# envelope of https://github.com/zhukunpenglinyutong/jetbrains-cc-gui/issues/591.
+REDACTED_UNKNOWN = (
+    "Failed to deserialize the JSON body into the target type: messages[{index}].content: unknown variant "
+    "`redacted_thinking`, expected one of `text`, `thinking` at line 1 column {column}"
+)
+VERTEX_VERSION = "vertex-2023-10-16"
+_RAW_PREDICT = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:?]+):(?P<method>streamRawPredict|rawPredict)$")
 
 
 def thinking_enabled(doc: dict) -> bool:
@@ -75,6 +114,7 @@ def thinking_enabled(doc: dict) -> bool:
 
 
 def error(message: str) -> Reply:
+    """Anthropic's 400, in its error envelope."""
     return Reply(
         400,
         {
@@ -88,6 +128,10 @@ def error(message: str) -> Reply:
 def _blocks(message: Any) -> list[Any]:
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else []
+
+
+def _has(message: Any, kind: str) -> bool:
+    return any(isinstance(block, dict) and block.get("type") == kind for block in _blocks(message))
 
 
 def _tool_uses(message: Any) -> list[dict]:
@@ -175,32 +219,34 @@ class Binding:
                     self.prefixes[block["signature"]] = prefix
 
 
-class AnthropicDialect:
+# providers ---------------------------------------------------------------------------------------
+class Anthropic:
+    """Anthropic's own API: its paths, its rules and texts, its answers."""
+
     name = "anthropic"
+    signs_in_stream = True  # a stream sends each thinking block's signature (a `signature_delta`)
+    pings = True  # and `ping` events
+    thinks_when_done = False  # a final answer carries no thinking block
 
-    def __init__(self) -> None:
-        self.issued: dict[str, list[dict]] = {}  # tool_use id -> the thinking blocks issued with it, in order
-        self.signatures: dict[str, str] = {}  # signature -> the thinking text it was issued for
-        self.redacted: set[str] = set()  # redacted_thinking data issued
-        self.models: dict[str, str] = {}  # signature or redacted data -> the model it was issued for
-        self.binding = Binding()
-        self._lock = threading.Lock()
+    def matches(self, route: str) -> bool:
+        return route.rstrip("/").endswith("/v1/messages")
 
-    def matches(self, path: str) -> bool:
-        return path.split("?")[0].rstrip("/").endswith("/v1/messages")
+    def thinks(self, doc: dict) -> bool:
+        return thinking_enabled(doc)
 
-    def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply:
-        problem = self.validate(doc) or self.binding.check(doc, recorded)
-        if problem is not None:
-            return error(problem)
-        message = self.answer(doc, options, recorded.headers.get("x-fake-redacted"))
-        self.binding.bind(doc, recorded, message)
-        if doc.get("stream"):
-            return Reply(200, events=stream_events(message, options))
-        return Reply(200, message)
+    def request(self, doc: dict, recorded: Recorded) -> tuple[dict, Reply | None]:
+        """The body as the model takes it, or the refusal of what the route wants of it."""
+        return doc, None
 
-    # rules -----------------------------------------------------------------------------------
-    def validate(self, doc: dict) -> str | None:
+    def refusal(self, fake: MessagesFake, doc: dict, recorded: Recorded) -> Reply | None:
+        problem = self.problem(fake, doc) or fake.binding.check(doc, recorded)
+        return None if problem is None else self.error(400, problem)
+
+    def error(self, status: int, message: str) -> Reply:
+        return error(message)
+
+    def problem(self, fake: MessagesFake, doc: dict) -> str | None:
+        """What Claude refuses in a request, in its words; None if nothing."""
         messages = doc.get("messages")
         if not thinking_enabled(doc) or not isinstance(messages, list):
             return None
@@ -212,12 +258,12 @@ class AnthropicDialect:
                     continue
                 if block.get("type") == "thinking":
                     signature = block.get("signature")
-                    if signature not in self.signatures or self.signatures[signature] != block.get("thinking"):
+                    if signature not in fake.signatures or fake.signatures[signature] != block.get("thinking"):
                         return INVALID_SIGNATURE.format(index=index, block=position)
-                    if self.models.get(signature) != doc.get("model"):  # a block another model signed
+                    if fake.models.get(signature) != doc.get("model"):  # a block another model signed
                         return INVALID_SIGNATURE.format(index=index, block=position)
                 elif block.get("type") == "redacted_thinking" and (
-                    block.get("data") not in self.redacted or self.models.get(block.get("data")) != doc.get("model")
+                    block.get("data") not in fake.redacted or fake.models.get(block.get("data")) != doc.get("model")
                 ):
                     return INVALID_DATA.format(index=index, block=position)
         last = max((i for i, m in enumerate(messages) if _is_role(m, "assistant")), default=None)
@@ -227,7 +273,7 @@ class AnthropicDialect:
         first = content[0].get("type") if isinstance(content[0], dict) else None
         if first not in THINKING_TYPES:
             return MISSING_THINKING.format(index=last, found=first)
-        issued = self.issued.get(str(_tool_uses(messages[last])[0].get("id")))
+        issued = fake.issued.get(str(_tool_uses(messages[last])[0].get("id")))
         if issued is None:
             return None
         sent = [
@@ -243,18 +289,161 @@ class AnthropicDialect:
             return MODIFIED.format(index=last, block=sent[len(issued)][0])
         return None
 
+    def message_id(self) -> str:
+        return _random_id("msg_01")
+
+    def tool_use_id(self) -> str:
+        return _random_id("toolu_01")
+
+    def signature(self, message_id: str) -> str:
+        return _opaque(96)
+
+    def thinking_text(self, step: int, tool: str, options: Options) -> str:
+        # Quotes, a newline and non-ASCII text: the block must come back exactly as issued.
+        text = f'The user asks what is in a directory (step {step + 1}). I should call `{tool}` — "ok" ✓.\n\n'
+        return text + (options.say or "")
+
+
+class Vertex(Anthropic):
+    """Claude on Vertex AI: Anthropic's rules behind Vertex's routes, its request ids."""
+
+    name = "vertex_anthropic"
+
+    def matches(self, route: str) -> bool:
+        return _RAW_PREDICT.search(route) is not None
+
+    def request(self, doc: dict, recorded: Recorded) -> tuple[dict, Reply | None]:
+        route = _RAW_PREDICT.search(recorded.path.split("?")[0])
+        assert route is not None
+        # What the Anthropic SDK's Vertex client sends (src/anthropic/lib/vertex/_client.py): checked, since a proxy
+        # that changed it would be caught nowhere else. (Vertex's own texts for these are not known.)
+        if doc.get("anthropic_version") != VERTEX_VERSION or "model" in doc:
+            message = f"fake Vertex: anthropic_version must be {VERTEX_VERSION} and the body must name no model"
+            return doc, self.error(400, message)
+        if bool(doc.get("stream")) != (route["method"] == "streamRawPredict"):
+            return doc, self.error(400, f"fake Vertex: stream {doc.get('stream')!r} on {route['method']}")
+        return {**doc, "model": route["model"]}, None
+
+    def error(self, status: int, message: str) -> Reply:
+        reply = super().error(status, message)
+        reply.doc["request_id"] = reply.doc["request_id"].replace("req_", "req_vrtx_", 1)
+        return reply
+
+
+class CopilotMessages(Anthropic):
+    """Claude behind GitHub Copilot's `/v1/messages`: Anthropic's rules and texts in Copilot's envelope."""
+
+    name = "copilot_messages"
+
+    def matches(self, route: str) -> bool:
+        route = route.rstrip("/")
+        return route.startswith("/copilot/") and route.endswith("/v1/messages")
+
+    def error(self, status: int, message: str) -> Reply:
+        return Reply(status, {"error": {"message": message, "code": "invalid_request_body"}})
+
+
+class DeepSeek(Anthropic):
+    """DeepSeek's Anthropic-compatible route: thinking by default, every turn's back, signed with the message id."""
+
+    name = "deepseek_anthropic"
+    signs_in_stream = False
+    pings = False
+    thinks_when_done = True
+
+    def matches(self, route: str) -> bool:
+        return route.rstrip("/").endswith("/anthropic/v1/messages")
+
+    def thinks(self, doc: dict) -> bool:
+        thinking = doc.get("thinking")
+        return not (isinstance(thinking, dict) and thinking.get("type") == "disabled")
+
+    def refusal(self, fake: MessagesFake, doc: dict, recorded: Recorded) -> Reply | None:
+        messages = doc.get("messages") or []
+        for index, message in enumerate(messages):
+            if _has(message, "redacted_thinking"):
+                column = recorded.body.find(b'"redacted_thinking"') + 1
+                return self.error(422, REDACTED_UNKNOWN.format(index=index, column=column))
+        if self.thinks(doc):
+            for message in messages:
+                if _is_role(message, "assistant") and _has(message, "tool_use") and not _has(message, "thinking"):
+                    return self.error(400, THINKING_MISSING)
+        return None
+
+    def error(self, status: int, message: str) -> Reply:
+        envelope = {"message": message, "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}
+        return Reply(status, {"error": envelope})
+
+    def message_id(self) -> str:
+        return str(uuid.uuid4())
+
+    def tool_use_id(self) -> str:
+        return f"call_{uuid.uuid4().hex[:24]}"
+
+    def signature(self, message_id: str) -> str:
+        return message_id
+
+    def thinking_text(self, step: int, tool: str, options: Options) -> str:
+        return f'The user asks what is in a directory (step {step + 1}).\nI should list it — "ok" ✓.'
+
+
+# the format ---------------------------------------------------------------------------------------
+class MessagesFake:
+    """The Anthropic Messages format as one provider serves it."""
+
+    def __init__(self, provider: Anthropic | None = None) -> None:
+        self.provider = provider or Anthropic()
+        self.name = self.provider.name
+        self.issued: dict[str, list[dict]] = {}  # tool_use id -> the thinking blocks issued with it, in order
+        self.signatures: dict[str, str] = {}  # signature -> the thinking text it was issued for
+        self.redacted: set[str] = set()  # redacted_thinking data issued
+        self.models: dict[str, str] = {}  # signature or redacted data -> the model it was issued for
+        self.bodies: list[dict] = []  # the bodies as they arrived, for tests to see what reached the provider
+        self.binding = Binding()
+        self._lock = threading.Lock()
+
+    def matches(self, path: str) -> bool:
+        return self.provider.matches(path.split("?")[0])
+
+    def handle(self, doc: dict, recorded: Recorded, options: Options) -> Reply:
+        self.bodies.append(doc)
+        doc, refused = self.provider.request(doc, recorded)
+        refused = refused or self.provider.refusal(self, doc, recorded)
+        if refused is not None:
+            return refused
+        message = self.answer(doc, options, recorded.headers.get("x-fake-redacted"))
+        self.binding.bind(doc, recorded, message)
+        if doc.get("stream"):
+            return Reply(200, events=self.stream(message, options))
+        return Reply(200, message)
+
+    def stream(self, message: dict, options: Options) -> list[bytes]:
+        """The SSE events that carry `message`, as the provider streams them."""
+        return stream_events(message, options, signed=self.provider.signs_in_stream, pings=self.provider.pings)
+
+    def validate(self, doc: dict) -> str | None:
+        """What the provider's model refuses in a request, in its words (Claude's, as Bedrock hands it on)."""
+        return self.provider.problem(self, doc)
+
     # answers ---------------------------------------------------------------------------------
-    def answer(self, doc: dict, options: Options, redacted: str | None) -> dict:
+    def answer(self, doc: dict, options: Options, redacted: str | None = None) -> dict:
         messages = doc.get("messages") or []
         loop = messages[_loop_start(messages) :]
         done_steps = sum(1 for m in loop if _is_role(m, "assistant") and _tool_uses(m))
+        message_id = self.provider.message_id()
         if messages and _is_role(messages[-1], "user") and done_steps < options.steps:
-            content, stop_reason = self._tool_turn(doc, options, redacted, done_steps), "tool_use"
+            content = self._tool_turn(doc, options, redacted, done_steps, message_id)
+            stop_reason = "tool_use"
         else:
             words = [FINAL_ANSWER] + [" More."] * (options.events or 0)
             content, stop_reason = [{"type": "text", "text": "".join(words)}], "end_turn"
+            if self.provider.thinks_when_done and self.provider.thinks(doc):
+                text = self.provider.thinking_text(done_steps, _tool_name(doc), options)
+                content.insert(
+                    0, {"type": "thinking", "thinking": text, "signature": self.provider.signature(message_id)}
+                )
         return {
-            "id": _random_id("msg_01"),
+            "id": message_id,
             "type": "message",
             "role": "assistant",
             "model": str(doc.get("model", "")),
@@ -264,21 +453,20 @@ class AnthropicDialect:
             "usage": {"input_tokens": 10, "output_tokens": 5},
         }
 
-    def _tool_turn(self, doc: dict, options: Options, redacted: str | None, step: int) -> list[dict]:
-        tools = [t.get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
-        name = next((t for t in tools if isinstance(t, str) and t), "list_directory")
+    def _tool_turn(self, doc: dict, options: Options, redacted: str | None, step: int, message_id: str) -> list[dict]:
+        name = _tool_name(doc)
         thinking: list[dict] = []
-        if thinking_enabled(doc):
+        if self.provider.thinks(doc):
             if redacted != "1":
-                # Quotes, a newline and non-ASCII text: the block must come back exactly as issued.
-                text = f'The user asks what is in a directory (step {step + 1}). I should call `{name}` — "ok" ✓.\n\n'
-                text += options.say or ""
-                thinking.append({"type": "thinking", "thinking": text, "signature": _opaque(96)})
+                text = self.provider.thinking_text(step, name, options)
+                thinking.append(
+                    {"type": "thinking", "thinking": text, "signature": self.provider.signature(message_id)}
+                )
             if redacted in ("1", "both"):
                 thinking.append({"type": "redacted_thinking", "data": _opaque(160)})
         text = [{"type": "text", "text": options.content}] if options.content else []
         uses = [
-            {"type": "tool_use", "id": _random_id("toolu_01"), "name": name, "input": {"path": f"dir{i}"}}
+            {"type": "tool_use", "id": self.provider.tool_use_id(), "name": name, "input": {"path": f"dir{i}"}}
             for i in range(options.parallel)
         ]
         with self._lock:
@@ -294,8 +482,14 @@ class AnthropicDialect:
         return thinking + text + uses
 
 
-def stream_events(message: dict, options: Options) -> list[bytes]:
-    """The SSE events that carry `message`, in the order the API sends them."""
+def _tool_name(doc: dict) -> str:
+    tools = [t.get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
+    return next((t for t in tools if isinstance(t, str) and t), "list_directory")
+
+
+def stream_events(message: dict, options: Options, *, signed: bool = True, pings: bool = True) -> list[bytes]:
+    """The SSE events that carry `message`, in the order the API sends them; a provider that does not stream
+    signatures opens a thinking block without one and sends none after it (`signed`), one may send no pings."""
     events = []
 
     def emit(data: dict) -> None:
@@ -309,15 +503,16 @@ def stream_events(message: dict, options: Options) -> list[bytes]:
         elif kind == "tool_use":
             emit(_start(index, {**block, "input": {}}))
         elif kind == "thinking":
-            emit(_start(index, {"type": "thinking", "thinking": "", "signature": ""}))
+            emit(_start(index, {"type": "thinking", "thinking": "", **({"signature": ""} if signed else {})}))
         else:
             emit(_start(index, {"type": "text", "text": ""}))
-        if index == 0:
+        if index == 0 and pings:
             events.append(sse_event({"type": "ping"}, "ping"))
         if kind == "thinking":
             for piece in re.findall(r"\S+\s*|\s+", block["thinking"]):
                 emit(_delta(index, {"type": "thinking_delta", "thinking": piece}))
-            emit(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
+            if signed:
+                emit(_delta(index, {"type": "signature_delta", "signature": block["signature"]}))
         elif kind == "text":
             for piece in re.findall(r"\S+\s*|\s+", block["text"]):
                 emit(_delta(index, {"type": "text_delta", "text": piece}))
@@ -327,7 +522,7 @@ def stream_events(message: dict, options: Options) -> list[bytes]:
             for start in range(0, len(arguments), 5):
                 emit(_delta(index, {"type": "input_json_delta", "partial_json": arguments[start : start + 5]}))
         emit({"type": "content_block_stop", "index": index})
-    events += [sse_event({"type": "ping"}, "ping") for _ in range(options.events or 0)]
+    events += [sse_event({"type": "ping"}, "ping") for _ in range(options.events or 0) if pings]
     emit(
         {
             "type": "message_delta",

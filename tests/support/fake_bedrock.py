@@ -3,7 +3,7 @@
 `POST /model/{modelId}/invoke` and `/invoke-with-response-stream` take the Anthropic Messages body (with
 `anthropic_version`, the model in the path); `/converse` and `/converse-stream` take Converse's own body. Either way
 the request is handed to Claude as Anthropic messages, and Claude's rules and texts are the fake Anthropic API's
-(`fake_anthropic.AnthropicDialect`, its own instance): what Claude refuses comes back as Bedrock sends a model's
+(`fake_anthropic.MessagesFake`, its own instance): what Claude refuses comes back as Bedrock sends a model's
 error, HTTP 400 `{"message": "The model returned the following errors: <Claude's text>"}` with
 `x-amzn-ErrorType: ValidationException` (langchain-ai/langchain-aws #844, can1357/oh-my-pi PR #10486). A Converse
 `reasoningText` without its `signature` is Claude's `thinking.signature: Field required`.
@@ -28,7 +28,7 @@ from typing import Any
 from llm_reasoning_proxy.wire.event_stream import event_frame
 
 from . import sigv4
-from .fake_anthropic import AnthropicDialect, stream_events
+from .fake_anthropic import MessagesFake, stream_events
 from .fake_provider import Options, Recorded, Reply
 
 ROUTE = re.compile(
@@ -70,7 +70,7 @@ class BedrockDialect:
     name = "bedrock"
 
     def __init__(self) -> None:
-        self.claude = AnthropicDialect()  # the models behind it: their rules, and what they issued
+        self.claude = MessagesFake()  # the models behind it: their rules, and what they issued
         self.secrets = dict(SECRETS)  # a test adds access keys of its own
 
     def matches(self, path: str) -> bool:

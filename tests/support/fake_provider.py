@@ -1,7 +1,7 @@
 """A fake LLM provider on loopback that enforces the real providers' rules and error texts.
 
 One HTTP server records every request and hands it to the dialect that owns its
-path (`fake_chat`, `fake_responses`, `fake_anthropic`, `fake_gemini`). A dialect
+path (`fake_chat`, `fake_responses`, `fake_anthropic`, `fake_gemini`, ...). A dialect
 validates the request the way the real provider does, with its exact error
 text, and answers with a JSON body or a list of SSE events; the server takes
 care of streaming, compression, delays and aborted connections.
@@ -217,38 +217,32 @@ class FakeProvider(LoopbackServer):
     server_class = _QuietServer
 
     def __init__(self) -> None:
-        from . import fake_chat_hosts
-        from .fake_anthropic import AnthropicDialect
+        from . import fake_anthropic, fake_chat_hosts, fake_responses
         from .fake_bedrock import BedrockDialect
         from .fake_cerebras import CerebrasDialect
         from .fake_chat import ChatDialect
-        from .fake_copilot import CopilotMessagesDialect
-        from .fake_deepseek_anthropic import DeepSeekAnthropicFake
         from .fake_gemini import GeminiDialect
         from .fake_mistral import MistralFake
-        from .fake_responses import ResponsesDialect
-        from .fake_vertex_anthropic import VertexAnthropicFake
-        from .fake_xai import XaiResponsesDialect
 
         super().__init__()
         self.requests: list[Recorded] = []
         self.chat = ChatDialect()
-        self.responses = ResponsesDialect()
-        self.anthropic = AnthropicDialect()
+        self.responses = fake_responses.ResponsesFake(fake_responses.OpenAI())
+        self.anthropic = fake_anthropic.MessagesFake(fake_anthropic.Anthropic())
         self.gemini = GeminiDialect()
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
-        self.xai = XaiResponsesDialect()
+        self.xai = fake_responses.ResponsesFake(fake_responses.Xai())
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
-        self.copilot_messages = CopilotMessagesDialect()
+        self.copilot_messages = fake_anthropic.MessagesFake(fake_anthropic.CopilotMessages())
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
         self.cerebras = CerebrasDialect()
         self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
         # Before the Anthropic and chat fakes, whose routes end the same way.
         self.mistral = MistralFake()
         self.dialects.insert(0, self.mistral)
-        self.deepseek_anthropic = DeepSeekAnthropicFake()
+        self.deepseek_anthropic = fake_anthropic.MessagesFake(fake_anthropic.DeepSeek())
         self.dialects.insert(0, self.deepseek_anthropic)
-        self.vertex_anthropic = VertexAnthropicFake()
+        self.vertex_anthropic = fake_anthropic.MessagesFake(fake_anthropic.Vertex())
         self.dialects.insert(0, self.vertex_anthropic)
         # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
         self.chat_hosts = fake_chat_hosts.chat_host_fakes()

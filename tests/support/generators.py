@@ -25,14 +25,14 @@ from typing import Any, ClassVar
 from urllib.parse import quote
 
 from hypothesis import strategies as st
-from mitmproxy import http
-from mitmproxy.test import taddons, tflow, tutils
-
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.answer.tap import ResponseTap
 from llm_reasoning_proxy.shared.events import Event, EventLog, Failure, Skipped
 from llm_reasoning_proxy.shared.records import split_call_id
 from llm_reasoning_proxy.wire.chat_completions.fields import MESSAGE_FIELDS, is_missing
+from mitmproxy import http
+from mitmproxy.test import taddons, tflow, tutils
+
 from tests.support import fake_anthropic, fake_bedrock, fake_chat, fake_gemini, fake_responses
 from tests.support.capture import split
 from tests.support.fake_provider import Options, Recorded, sse_event
@@ -367,7 +367,7 @@ class ResponsesConversation(Conversation):
             st.sampled_from(["https://api.openai.com/v1/responses", "https://api.githubcopilot.com/responses"]),
             label="endpoint",
         )
-        self.fake = fake_responses.ResponsesDialect()
+        self.fake = fake_responses.ResponsesFake()
         self.stream = self.data.draw(st.booleans(), label="stream")
         self.items: list[dict[str, Any]] = []
 
@@ -436,7 +436,7 @@ class ResponsesConversation(Conversation):
 
     def verify(self, doc: dict[str, Any]) -> None:
         # Reasoning items sent without an id count too: the fake knows them by their encrypted content.
-        ids = [self.fake._reasoning_of(item) for item in doc["input"] if item.get("type") == "reasoning"]
+        ids = [self.fake.reasoning_of(item) for item in doc["input"] if item.get("type") == "reasoning"]
         assert len(ids) == len(set(ids)), f"a reasoning item twice: {ids}"
         for item in doc["input"]:
             if item.get("type") != "reasoning" or not item.get("id"):
@@ -453,7 +453,7 @@ class ResponsesConversation(Conversation):
 class AnthropicConversation(Conversation):
     def __post_init__(self) -> None:
         self.url = "https://api.anthropic.com/v1/messages"
-        self.fake = fake_anthropic.AnthropicDialect()
+        self.fake = fake_anthropic.MessagesFake()
         self.stream = self.data.draw(st.booleans(), label="stream")
         self.thinking = self.data.draw(st.sampled_from([True, True, True, False]), label="thinking")
         self.redacted = self.data.draw(st.sampled_from([None, "1", "both"]), label="redacted")

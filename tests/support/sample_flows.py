@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from llm_reasoning_proxy.offline.fixtures import read_fixture_dir, write_fixture_dir
+
 from tests.support.agent import run_session
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import ROOT, MitmdumpProcess
