@@ -11,7 +11,7 @@ from llm_reasoning_proxy.diagnosis import classify
 from llm_reasoning_proxy.diagnosis.explanation import FOREIGN_ADVICE, advise, locate, pick_finding
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef, Violation
 from llm_reasoning_proxy.wire import RepairContext, by_name
-from llm_reasoning_proxy.wire.chat_completions.format import block_to_message
+from llm_reasoning_proxy.wire.chat_completions.messages import block_to_message
 from mitmproxy import http
 from mitmproxy.test import tflow, tutils
 

@@ -1,6 +1,6 @@
 """xAI (Grok) on its copy of the Responses API: `POST https://api.x.ai/v1/responses`, `grok-…` models.
 
-The wire format is OpenAI's (addon/wire/responses/format.py reads it unchanged): a bare UUID as the response id, the
+The wire format is OpenAI's (addon/wire/responses/ reads it unchanged): a bare UUID as the response id, the
 reasoning item `rs_<id>`, the message `msg_<id>`. Its reasoning item carries `encrypted_content` only when the request
 asks for it (`include: ["reasoning.encrypted_content"]`; https://docs.x.ai/docs/guides/reasoning), whole in
 `response.output_item.done` and byte for byte the same in `response.completed`

@@ -55,35 +55,31 @@ class ErrorExplainer:
             self._explain(flow, meta)
 
     def _explain(self, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
+        """Gathers what the error and the request were, has the explanation decide, applies it, and reports it."""
         assert flow.response is not None and self.runtime.settings is not None
+        request, store, scope = flow.request, self.runtime.store, meta.get("scope", "")
+        # Error texts are a few KB: the start of the answer is all that is read of it.
+        error = ErrorResponse(
+            flow.response.status_code, message_prefix(flow.response, MAX_ERROR_BODY_BYTES), redact_url(request.url)
+        )
         repaired = meta.get("repaired") is True
         original = meta.get("original_request") if repaired else None
-        store = self.runtime.store
-        scope = meta.get("scope", "")
-        explanation = explain(
-            # Error texts are a few KB: the start of the answer is all that is read of it.
-            ErrorResponse(
-                flow.response.status_code,
-                message_prefix(flow.response, MAX_ERROR_BODY_BYTES),
-                redact_url(flow.request.url),
-            ),
-            formats.by_name(meta["format"]),
-            _parsed(flow.request),
-            SentRequest(
-                host=flow.request.pretty_host.lower(),
-                path=flow.request.path,
-                model=meta.get("request_model"),
-                repaired=repaired,
-                signed=meta.get("signed"),
-                client_body=original if isinstance(original, bytes) else None,
-                by_content=meta.get("by_content", True),
-            ),
-            self.runtime.recall_plan(flow.id),
-            CacheReads(lambda keys: store.get_many(scope, keys), foreign_lookup(store, Origin.of(meta)))
-            if store is not None
-            else None,
-            self.runtime.settings,
+        sent = SentRequest(
+            host=request.pretty_host.lower(),
+            path=request.path,
+            model=meta.get("request_model"),
+            repaired=repaired,
+            signed=meta.get("signed"),
+            client_body=original if isinstance(original, bytes) else None,
+            by_content=meta.get("by_content", True),
         )
+        doc = _parsed(request)
+        reads = None
+        if store is not None:
+            reads = CacheReads(lambda keys: store.get_many(scope, keys), foreign_lookup(store, Origin.of(meta)))
+        plan = self.runtime.recall_plan(flow.id)
+        settings = self.runtime.settings
+        explanation = explain(error, formats.by_name(meta["format"]), doc, sent, plan, reads, settings)
         explanation = explanation.forgotten(self._forget(scope, explanation.forget))
         self._report(flow, meta, explanation)
 

@@ -135,7 +135,6 @@ __all__ = [
     "NAME",
     "ChatCompletions",
     "ChatCompletionsReader",
-    "block_to_message",
     "check_messages",
     "refused_field_violations",
     "remove_foreign_values",
