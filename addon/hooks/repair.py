@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from mitmproxy import http
@@ -34,17 +34,22 @@ logger = masked_logger(__name__)
 _ROTATING_NOTED = 256
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestReport:
     """What the request hook found to say about one request: gathered while it decides, said once at its end
     (`RequestRepair._report`), so that deciding and telling stay apart."""
 
     meta: dict[str, Any] | None  # the flow's entry (None: not LLM traffic the proxy reads)
-    skipped: list[str] = field(default_factory=list)  # why the request, or part of it, was left as it came
+    # Why the request, or part of it, was left as it came (made when there is one: most requests have none, and
+    # this object is made on the way to every LLM answer's first event).
+    skipped: list[str] | None = None
     comment: str | None = None  # for people, on the flow
     plan: RepairPlan | None = None  # what the repair did or would do: kept for the explainer of an error answer
     repaired: Callable[[], None] | None = None  # the repair's event and log line, said once the answer is in
     repaired_at_once: bool = False  # said as soon as the request is on its way instead (flows are kept)
+
+    def skip(self, *reasons: str) -> None:
+        self.skipped = [*(self.skipped or ()), *reasons]
 
 
 class RequestRepair:
@@ -63,11 +68,13 @@ class RequestRepair:
             return
         started = time.perf_counter()
         try:
-            report = self._request(flow)
-            if report is not None:
-                self._report(flow, report)
-                if report.meta is not None:  # the report shows the proxy's own time beside the provider's
-                    report.meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
+            handled = self._request(flow)
+            if handled is not None:
+                meta, report = handled
+                if report is not None:
+                    self._report(flow, report)
+                if meta is not None:  # the report shows the proxy's own time beside the provider's
+                    meta["addon_ms"] = {"request": round((time.perf_counter() - started) * 1000, 3)}
         except Exception as e:
             fail_open(flow.id, "request repair", self.runtime.events, e)
         self.runtime.history.release()
@@ -120,7 +127,7 @@ class RequestRepair:
     def _report(self, flow: http.HTTPFlow, report: RequestReport) -> None:
         """Says what the hook decided about a request, in one place: mitmproxy's output, the event log, the flow."""
         events = self.runtime.events
-        for reason in report.skipped:
+        for reason in report.skipped or ():
             report_skip(flow, reason, events)
         if report.comment is not None:
             add_comment(flow, report.comment)
@@ -132,13 +139,15 @@ class RequestRepair:
             else:
                 self.runtime.say_when_answered(flow.id, "repair log", report.repaired)
 
-    def _request(self, flow: http.HTTPFlow) -> RequestReport | None:
-        """Reads and repairs an LLM request; returns what there is to say about it, None for other traffic."""
+    def _request(self, flow: http.HTTPFlow) -> tuple[dict[str, Any] | None, RequestReport | None] | None:
+        """Reads and repairs an LLM request; returns the entry it left on the flow and what there is to say about
+        it (None: nothing, the case of most requests, on the way to their answer's first event), or None for other
+        traffic."""
         request = flow.request
         try:
             claimed = claim_request(request)
         except UnreadableBody as e:
-            return RequestReport(None, skipped=[f"{e}; forwarded untouched"])
+            return None, RequestReport(None, skipped=[f"{e}; forwarded untouched"])
         if claimed is None:
             return None
         wire_format, body = claimed
@@ -146,7 +155,6 @@ class RequestRepair:
         assert settings is not None
         meta: dict[str, Any] = {"format": wire_format.name}
         flow.metadata[META] = meta
-        report = RequestReport(meta)
         caller = Caller.of(request)  # the request as it is here: addons after this one may change it
         restore = wire_format.may_need_repair(body)
         if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
@@ -160,7 +168,8 @@ class RequestRepair:
             else:
                 meta[PENDING] = describe
                 after_sending(flow.id, "request", self.runtime.events, functools.partial(complete_meta, meta))
-            return report
+            return meta, None
+        report = RequestReport(meta)
         identity, scope, by_content = self._describe(meta, caller)
         store = self.runtime.store
         assert store is not None
@@ -178,27 +187,28 @@ class RequestRepair:
             outcome = resume(self.runtime.history, reading, body) or self._read_whole(report, reading, body, restore)
         except StoreUnavailable as e:
             meta.setdefault("request_model", request_model(wire_format, request.path, body, None))
-            report.skipped.append(f"reasoning cache unavailable, forwarded unrepaired: {e}")
-            return report
+            report.skip(f"reasoning cache unavailable, forwarded unrepaired: {e}")
+            return meta, report
         if outcome is None:
-            return report
+            return meta, report
         plan = outcome.plan
         model = meta["request_model"] = outcome.model
         if outcome.doc is None:
             meta["resumed"] = True  # read from where the conversation's last request ended
         if plan.cache.mismatched:
             # One line a request, not one a tool call: after a model switch every later turn holds all the earlier.
-            report.skipped.append(mismatch_note(plan.cache.mismatched, model))
-        report.skipped += [note for _, note in plan.foreign_kept]
+            report.skip(mismatch_note(plan.cache.mismatched, model))
+        if plan.foreign_kept:
+            report.skip(*(note for _, note in plan.foreign_kept))
         actions = plan.actions
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
                 report.plan = plan
-            return report
+            return meta, report
         signer = body_signer(request)
         if signer is not None:
             self._hold_back(report, plan, signer)
-            return report
+            return meta, report
         keep = self.runtime.keep_bodies()
         silent = silent_provider(plan.context, actions)
         note = f"; {silent_note(silent)}" if silent else ""
@@ -206,8 +216,8 @@ class RequestRepair:
             try:
                 repaired = outcome.sent if outcome.sent is not None else jsoncodec.dumps_request(outcome.doc)
             except jsoncodec.NotWritable as e:
-                report.skipped.append(f"request body {e}; forwarded unrepaired")
-                return report
+                report.skip(f"request body {e}; forwarded unrepaired")
+                return meta, report
             if keep:  # so a flow file shows what the client sent, not only what was sent on
                 meta["original_request"] = body
             compat.set_content(request, repaired)
@@ -244,7 +254,7 @@ class RequestRepair:
             logger.info("llm %s %s: %s%s", verb, redact_url(url), logged.summary(), note)
 
         report.repaired, report.repaired_at_once = say_repaired, keep
-        return report
+        return meta, report
 
     def _read_whole(self, report: RequestReport, reading: Reading, body: bytes, restore: bool) -> Outcome | None:
         """The outcome of a request read whole (None: nothing to do, or it cannot be read), remembered for the next
@@ -255,7 +265,7 @@ class RequestRepair:
             doc = jsoncodec.loads_exact(body)
         except ValueError as e:
             meta["request_model"] = request_model(wire_format, request.path, body, None)
-            report.skipped.append(f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged")
+            report.skip(f"request body is {jsoncodec.why_not_read(e)}; forwarded unchanged")
             return None
         model = meta["request_model"] = request_model(wire_format, request.path, body, doc)
         plan = reading.plan(doc, model, restore=restore)
@@ -270,7 +280,7 @@ class RequestRepair:
             f"request signed with {signer}, which covers its body: forwarded byte for byte, unrepaired; the proxy "
             f"would have {summarize_actions(plan.actions)}; {SIGNED_REMEDY}"
         )
-        report.skipped.append(reason)
+        report.skip(reason)
         report.comment = f"llm not repaired: {reason}"
         assert report.meta is not None
         report.meta.update(repaired=False, signed=signer)
