@@ -621,3 +621,20 @@ def test_odd_shapes_in_a_response_give_no_records() -> None:
         reader.feed_document(doc)
     reader.feed_document({"candidates": [{"content": {"parts": [{"functionCall": "x", "thoughtSignature": 5}]}}]})
     assert reader.records(complete=True) == []
+
+
+def test_an_answer_of_countless_candidates_is_bounded_and_not_cached() -> None:
+    """Each candidate index the capture meets is a state it holds: an answer that lists more than MAX_CHOICES of
+    them (a real one asks for a few) holds no more, and is not cached, as a chat answer with too many choices."""
+    from llm_reasoning_proxy.shared.limits import MAX_CHOICES
+
+    signed = {"functionCall": {"name": "ls", "args": {}}, "thoughtSignature": "c2ln"}
+    chunks = [
+        {"candidates": [{"index": index, "content": {"role": "model", "parts": [signed if index == 0 else {}]}}]}
+        for index in range(MAX_CHOICES * 40)
+    ]
+    reader = FORMAT.reader()
+    for chunk in chunks:
+        reader.feed_document(chunk)
+    assert reader.budget.over == f"it has more than {MAX_CHOICES} candidates"
+    assert len(reader.candidates) == MAX_CHOICES

@@ -225,6 +225,11 @@ class GeminiStream:
             index = index if isinstance(index, int) else position  # true and false count as 1 and 0 here
             state = self.candidates.get(index)
             if state is None:
+                # A request asks for a few (`generationConfig.candidateCount`; some models refuse more than one,
+                # firebase/genkit#546): past MAX_CHOICES, as with chat's choices, the answer is read on, not cached.
+                if len(self.candidates) >= MAX_CHOICES:
+                    self.budget.refuse(f"it has more than {MAX_CHOICES} candidates")
+                    return
                 state = self.candidates[index] = self._candidate()
             for part in parts:
                 if isinstance(part, dict):
