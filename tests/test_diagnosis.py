@@ -23,7 +23,7 @@ from llm_reasoning_proxy.shared.redact import REDACTED
 from llm_reasoning_proxy.wire import RepairContext, by_name
 
 from tests.support import fake_anthropic, fake_chat, fake_gemini, fake_responses
-from tests.support.fake_chat import ChatDialect
+from tests.support.fake_chat import ChatFake
 from tests.support.fake_gemini import GeminiDialect
 from tests.support.fake_provider import Options, Recorded, Reply
 from tests.support.planted import planted
@@ -1202,14 +1202,14 @@ def test_neighbouring_errors(body, expected):
 # texts of the fake providers, in the envelopes the fakes send
 
 
-def _chat(dialect: ChatDialect, model: str, path: str, messages: list[dict]) -> Reply:
+def _chat(dialect: ChatFake, model: str, path: str, messages: list[dict]) -> Reply:
     recorded = Recorded("POST", path, {}, b"", None)
     return dialect.handle({"model": model, "messages": messages}, recorded, Options())
 
 
 def chat_round_trip(model: str, path: str = "/v1/chat/completions", change=None) -> Reply:
     """A tool turn from the fake, sent back (after `change` edited the assistant message) with its result."""
-    dialect = ChatDialect()
+    dialect = ChatFake()
     user = {"role": "user", "content": "List the directory."}
     first = _chat(dialect, model, path, [user])
     assert first.status == 200
@@ -1429,7 +1429,7 @@ def test_fake_chat_errors(model, path, change, message, expected):
 
 
 def test_fake_litellm_tool_result_without_call():
-    dialect = ChatDialect()
+    dialect = ChatFake()
     messages = [
         {"role": "user", "content": "List the directory."},
         {"role": "tool", "tool_call_id": "call_unknown", "content": "a.txt"},

@@ -1,4 +1,4 @@
-"""End to end: the proxy never adds a field the target did not issue. Cerebras (tests/support/fake_cerebras.py) refuses
+"""End to end: the proxy never adds a field the target did not issue. Cerebras (`Cerebras` in tests/support/fake_chat.py) refuses
 any `reasoning_content` in a request; a conversation there, or one that moves there from DeepSeek, reaches it as the
 client sent it, and the refusal a client brings on itself is diagnosed."""
 
@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from tests.support.event_log import LogTail
-from tests.support.fake_cerebras import FINAL_ANSWER
+from tests.support.fake_chat import FINAL_ANSWER
 from tests.support.fake_provider import FakeProvider
 from tests.support.proxy import MitmdumpProcess
 from tests.support.turns import TOOLS, client, first_turn, history_as_sent

@@ -1,7 +1,7 @@
 """End to end: Kimi, Z.ai's GLM, Qwen on DashScope and MiniMax through a real mitmdump, driven by the openai SDK.
 
 Kimi refuses a tool-call turn sent back without its reasoning_content; the other three answer it all the same (the
-fakes in tests/support/fake_chat_hosts.py say so in `x-fake-degraded`), so for them the proxy repairs what the
+fakes in tests/support/fake_chat.py say so in `x-fake-degraded`), so for them the proxy repairs what the
 request asks the provider to read back, and says the provider would not have complained."""
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def test_turn_two_gets_its_thinking_chunk_back(
     turn = reply(first, stream=stream)
     assert first.content == bytes(fake.last(PATH).sent)  # the client got the answer untouched
     ids = [call["id"] for call in turn["tool_calls"]]
-    issued = fake.mistral.issued[ids[0]]
+    issued = fake.mistral.issued[ids[0]]["thinking"]  # the thinking chunk issued with the calls
     assert len(ids) == int(parallel) and turn["content"][0] == issued
 
     messages = [QUESTION, *as_openai_client_sends(turn)]

@@ -217,16 +217,13 @@ class FakeProvider(LoopbackServer):
     server_class = _QuietServer
 
     def __init__(self) -> None:
-        from . import fake_anthropic, fake_chat_hosts, fake_responses
+        from . import fake_anthropic, fake_chat, fake_responses
         from .fake_bedrock import BedrockDialect
-        from .fake_cerebras import CerebrasDialect
-        from .fake_chat import ChatDialect
         from .fake_gemini import GeminiDialect
-        from .fake_mistral import MistralFake
 
         super().__init__()
         self.requests: list[Recorded] = []
-        self.chat = ChatDialect()
+        self.chat = fake_chat.ChatFake()  # the providers a shared route reaches, picked by route and model
         self.responses = fake_responses.ResponsesFake(fake_responses.OpenAI())
         self.anthropic = fake_anthropic.MessagesFake(fake_anthropic.Anthropic())
         self.gemini = GeminiDialect()
@@ -235,18 +232,15 @@ class FakeProvider(LoopbackServer):
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
         self.copilot_messages = fake_anthropic.MessagesFake(fake_anthropic.CopilotMessages())
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
-        self.cerebras = CerebrasDialect()
-        self.dialects.insert(0, self.cerebras)  # before the chat fake, which takes every /chat/completions path
-        # Before the Anthropic and chat fakes, whose routes end the same way.
-        self.mistral = MistralFake()
-        self.dialects.insert(0, self.mistral)
         self.deepseek_anthropic = fake_anthropic.MessagesFake(fake_anthropic.DeepSeek())
         self.dialects.insert(0, self.deepseek_anthropic)
         self.vertex_anthropic = fake_anthropic.MessagesFake(fake_anthropic.Vertex())
         self.dialects.insert(0, self.vertex_anthropic)
-        # Kimi, GLM, Qwen on DashScope and MiniMax, ahead of `chat`, which takes every chat completions path
-        self.chat_hosts = fake_chat_hosts.chat_host_fakes()
-        self.dialects[-1:-1] = self.chat_hosts.values()
+        # Kimi, GLM, Qwen on DashScope, MiniMax, Cerebras and Mistral, each on a route of its own: ahead of `chat`,
+        # which takes every chat completions path, and of the Anthropic fakes, whose routes end the same way.
+        self.chat_hosts = fake_chat.routed_hosts()
+        self.cerebras, self.mistral = self.chat_hosts["cerebras"], self.chat_hosts["mistral"]
+        self.dialects[0:0] = self.chat_hosts.values()
         self.bedrock = BedrockDialect()
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
@@ -254,7 +248,7 @@ class FakeProvider(LoopbackServer):
 
     @property
     def issued(self) -> dict[str, dict[str, str]]:
-        """What the chat completions dialects issued, by tool call id."""
+        """What the chat completions providers behind the shared route issued, by tool call id."""
         return self.chat.issued
 
     def handler(self) -> type[BaseHTTPRequestHandler]:

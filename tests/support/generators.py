@@ -35,7 +35,7 @@ from mitmproxy.test import taddons, tflow, tutils
 
 from tests.support import fake_anthropic, fake_bedrock, fake_chat, fake_gemini, fake_responses
 from tests.support.capture import split
-from tests.support.fake_provider import Options, Recorded, sse_event
+from tests.support.fake_provider import Options, Recorded
 
 ANSWER_TEXT = ["Let me look.", "Checking — “quotes” and ✓ too.", "a\nb"]
 SSE = "text/event-stream"
@@ -262,8 +262,8 @@ class ChatConversation(Conversation):
     def __post_init__(self) -> None:
         self.name = self.variant
         self.url, self.model = CHAT_DIALECTS[self.name]
-        self.fake = fake_chat.ChatDialect()
-        self.dialect = fake_chat.dialect_of(self.model, "/" + self.url.split("/", 3)[3])
+        self.fake = fake_chat.ChatFake()
+        self.path = "/" + self.url.split("/", 3)[3]
         self.stream = self.data.draw(st.booleans(), label="stream")
         self.messages: list[dict[str, Any]] = [{"role": "system", "content": "Be brief."}]
 
@@ -278,15 +278,11 @@ class ChatConversation(Conversation):
         return {"model": self.model, "messages": copy.deepcopy(self.messages), "stream": self.stream}
 
     def provide(self, doc: dict[str, Any], options: Options) -> tuple[bytes, bool, Any]:
-        messages = [m for m in doc["messages"] if isinstance(m, dict)]
-        headers: dict[str, str] = {}
-        check = getattr(self.fake, f"_check_{self.dialect}", None)
-        error = check(messages, headers) if check is not None else None
-        assert error is None, f"{self.name} refused the request: {error}"
-        assert "x-fake-degraded" not in headers, "LiteLLM had to send a dummy signature"
-        whole, chunks = self.fake.answer(doc, self.dialect, options)
+        reply, whole = self.fake.serve(doc, Recorded("POST", self.path, {}, b"", doc), options)
+        assert reply.status == 200, f"{self.name} refused the request: {reply.doc}"
+        assert "x-fake-degraded" not in reply.headers, "LiteLLM had to send a dummy signature"
         if self.stream:
-            return b"".join(sse_event(c) for c in chunks) + sse_event("[DONE]"), True, whole
+            return b"".join(reply.events or []), True, whole
         return json.dumps(whole).encode(), False, whole
 
     def keep(self, answer: Any) -> bool:
