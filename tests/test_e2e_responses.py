@@ -308,3 +308,57 @@ def test_stream_cut_before_its_final_event_is_still_usable(
     turn_two = [QUESTION, *without_reasoning(output), *results(output)]
     assert create(client(proxy.url, api_key), turn_two, stream=False)[2] == FINAL_ANSWER
     assert fake.last("/responses").doc["input"] == [QUESTION, *output, *results(output)]
+
+
+def without_ids(items: list[dict]) -> list[dict]:
+    """What a client that keeps reasoning items but drops the ids of the items after them replays of an answer
+    (mastra-ai/mastra#11103, vercel/ai#7099)."""
+    return [item if item["type"] == "reasoning" else {k: v for k, v in item.items() if k != "id"} for item in items]
+
+
+def orphaned(rs_id: str) -> dict:
+    return {
+        "message": f"Item '{rs_id}' of type 'reasoning' was provided without its required following item.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_call_that_lost_its_id_after_its_reasoning_item_gets_it_back(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, stream: bool
+) -> None:
+    proxied = client(proxy.url, api_key)
+    response_id, output, _ = create(proxied, [QUESTION], stream=stream)
+    reasoning, call = output
+    turn_two = [QUESTION, *without_ids(output), *results(output)]
+    with pytest.raises(openai.BadRequestError) as refused:
+        create(client(fake.url, api_key), turn_two, stream=stream)
+    assert refused.value.body == orphaned(reasoning["id"])
+
+    _, _, text = create(proxied, turn_two, stream=stream)
+    assert text == FINAL_ANSWER
+    sent = fake.last("/responses").doc["input"]
+    assert sent[1] == reasoning and sent[2] == call  # the fc_ id back where the client dropped it
+    (repaired,) = log_events(
+        proxy_state, "repaired", lambda e: any(a.get("response_id") == response_id for a in e["actions"])
+    )
+    assert [(a["kind"], a["location"], a["fields"]) for a in repaired["actions"]] == [("restored", "input[2]", ["id"])]
+
+
+def test_a_reasoning_item_whose_next_item_lost_its_id_unseen_is_taken_out(
+    fake: FakeProvider, proxy: MitmdumpProcess, api_key: str
+) -> None:
+    """A turn the proxy never saw answered (another proxy, an expired cache): the message's id cannot be put back,
+    so the reasoning item the server would refuse goes, and the session goes on."""
+    _, output, _ = create(client(fake.url, api_key), [QUESTION], stream=False)  # not through the proxy
+    reasoning = output[0]
+    said = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "I will look."}]}
+    turn_two = [QUESTION, reasoning, said, {"role": "user", "content": "Go on."}]
+    with pytest.raises(openai.BadRequestError) as refused:
+        create(client(fake.url, api_key), turn_two, stream=False)
+    assert refused.value.body == orphaned(reasoning["id"])
+
+    create(client(proxy.url, api_key), turn_two, stream=True)  # answered
+    assert fake.last("/responses").doc["input"] == [QUESTION, said, turn_two[3]]

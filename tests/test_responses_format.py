@@ -63,6 +63,9 @@ def oracle(output: list[dict], response_id: str) -> list[dict[str, Any]]:
             groups[-1]["calls"].append((item["call_id"], [item["id"]], item["name"], digest))
         elif groups and item["type"] == "message":
             groups[-1]["messages"].append(item["id"])
+    for group in groups:  # the reasoning item's own id is a key too, where the record has others
+        if group["calls"] or group["messages"]:
+            group["messages"].insert(0, group["reasoning"]["id"])
     return groups
 
 
@@ -127,7 +130,7 @@ def test_parallel_calls_share_one_reasoning_item() -> None:
 def test_message_after_reasoning_is_an_extra_key() -> None:
     (record,) = tap_records(MESSAGE_STREAM.read_bytes(), sse=True, size=7)
     assert record.tool_calls == []
-    assert record.extra_keys == ["msg_0d095c3febb788170068e81dc33acc81938f4c449a82d38322"]
+    assert record.extra_keys == [record.fields["id"], "msg_0d095c3febb788170068e81dc33acc81938f4c449a82d38322"]
     assert [part["text"].split("\n")[0] for part in record.fields["summary"]][:2] == [
         "**Deciding on Ruby's description**",
         "**Choosing Ruby's description**",
@@ -626,3 +629,39 @@ def test_real_first_turn_requests_are_claimed_and_never_parsed(name: str) -> Non
 def test_real_turn_two_request_may_need_repair() -> None:
     body = (FIXTURES / "pydanticai_gpt5_reasoning_function_call_roundtrip_1_request.json").read_bytes()
     assert FORMAT.claims("POST", "/v1/responses", body) and FORMAT.may_need_repair(body)
+
+
+# --------------------------------------------------------------------------------------
+# an item right after its reasoning item, sent back without its id: OpenAI pairs the two by id
+
+
+def test_a_call_that_lost_its_fc_id_after_its_reasoning_gets_it_back() -> None:
+    doc = request(reasoning(1), call(1, fc_id=False), output(1))
+    assert repaired(doc, [record(1, 1)]) == ["restored id on input[2] (tool call call_1)"]
+    assert doc["input"][2]["id"] == "fc_1" and FORMAT.check(doc, CONTEXT) == []
+
+
+def test_a_message_that_lost_its_msg_id_after_its_reasoning_gets_it_back() -> None:
+    answer = {k: v for k, v in message(1).items() if k != "id"}
+    doc = request(reasoning(1), answer, {"role": "user", "content": "And?"})
+    assert FORMAT.lookup_keys(doc, MODEL) == ["rs_1"]  # found through the reasoning item's own id
+    assert repaired(doc, [record(1, messages=("rs_1", "msg_1"))]) == ["restored id on input[2]"]
+    assert doc["input"][2]["id"] == "msg_1"
+
+
+def test_a_reasoning_item_whose_next_item_lost_its_id_for_good_is_taken_out() -> None:
+    """Nothing cached for it: the pair cannot be restored, and the server refuses the reasoning item as sent."""
+    answer = {k: v for k, v in message(1).items() if k != "id"}
+    doc = request(reasoning(1), answer, {"role": "user", "content": "And?"})
+    assert [v.rule for v in FORMAT.check(doc, CONTEXT)] == ["responses_reasoning_orphaned"]
+    assert repaired(doc, []) == ["removed reasoning rs_1 at input[1]: the item after it lost the id it was issued"]
+    assert [item.get("type") for item in doc["input"][1:]] == ["message", None]
+
+
+def test_reasoning_is_not_put_back_before_an_item_that_lost_its_id_for_good() -> None:
+    """A client that dropped both the reasoning item and its message's msg_ id: the cached reasoning item would be
+    refused right before an item without an id, so it is put back only where the id can be put back too."""
+    bare = {k: v for k, v in message(1).items() if k != "id"}
+    doc = request(bare, call(1), output(1))
+    assert repaired(doc, [record(1, 1)]) == ["inserted reasoning rs_1 before input[3] (tool call call_1)"]
+    assert doc["input"][2]["id"] == "rs_1" and doc["input"][3]["id"] == "fc_1"  # before the call, which has its id

@@ -57,7 +57,7 @@ def test_the_captured_stream_gives_its_reasoning_item_and_message_whatever_the_c
     (record,) = capture.tap_records(FORMAT, as_sse(named=named), sse=True, size=size)
     response = json.loads(FROM_STREAM.read_text())
     assert record.fields == response["output"][0] and record.response_id == response["id"]
-    assert record.extra_keys == [response["output"][1]["id"]] and record.tool_calls == []
+    assert record.extra_keys == [response["output"][0]["id"], response["output"][1]["id"]] and record.tool_calls == []
 
 
 @pytest.mark.parametrize("path", [FROM_STREAM, STORED], ids=lambda p: p.name)

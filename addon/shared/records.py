@@ -288,7 +288,7 @@ class RepairAction:
         if self.kind == "inserted":
             return f"inserted {what} before {self.location}{call}"
         if self.kind == "removed":
-            return f"removed {what} at {self.location}: nothing follows it"
+            return f"removed {what} at {self.location}: {self.reason or 'nothing follows it'}"
         if self.kind == "foreign_removed":
             return f"removed {what} at {self.location}{call}: {self.reason or 'issued elsewhere'}"
         if self.kind == "placeholder":

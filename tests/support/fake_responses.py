@@ -29,9 +29,11 @@ as in https://github.com/cline/cline/issues/12242):
   The group is the items of the same response, with tool outputs allowed in
   between (clients that interleave calls and outputs); how strict the real
   service is about interleaving is not known;
-* a reasoning item followed by nothing or by an input-side item: "Item 'rs_…'
-  of type 'reasoning' was provided without its required following item."
-  (https://github.com/openai/openai-node/issues/1567);
+* a reasoning item followed by nothing, by an input-side item, or by an
+  assistant message or function call sent without the id it was issued (the
+  pair is checked by id): "Item 'rs_…' of type 'reasoning' was provided without
+  its required following item." (https://github.com/openai/openai-node/issues/1567,
+  https://github.com/mastra-ai/mastra/issues/11103);
 * with `previous_response_id`, an item already in the stored chain:
   "Duplicate item found with id rs_…. Remove duplicate items from your input
   and try again." (https://github.com/vercel/ai/issues/7883);
@@ -151,6 +153,13 @@ def _is_input_side(item: Any) -> bool:
         return True
     kind = item.get("type") if isinstance(item, dict) else None
     return isinstance(kind, str) and kind.endswith("_output")
+
+
+def _lost_its_id(item: Any) -> bool:
+    """An assistant message or a function call sent back without the id it was issued: OpenAI pairs a reasoning
+    item with the item after it by id, and refuses the pair without it (mastra-ai/mastra#11103, vercel/ai#7099)."""
+    produced = _is_message(item, "assistant") or (isinstance(item, dict) and item.get("type") == "function_call")
+    return produced and not (isinstance(item.get("id"), str) and item["id"])
 
 
 def _abbreviated(value: str) -> str:
@@ -349,7 +358,7 @@ class OpenAI:
             ):
                 message = UNVERIFIED.format(abbreviated=_abbreviated(str(content)))
                 return error(message, param=None, code="invalid_encrypted_content")
-        if rs_id and (following is None or _is_input_side(following)):
+        if rs_id and (following is None or _is_input_side(following) or _lost_its_id(following)):
             return error(ORPHANED_REASONING.format(rs_id=rs_id))
         return None
 

@@ -30,9 +30,17 @@ from ...dialects.xai import REASONING_SUMMARY_MISSING
 from ...shared.records import RepairAction, Violation
 from ..base import CacheView, ForeignLookup, RepairContext, ResumeRules, Routed, body_model, call_lookup_keys, item_at
 from .foreign import remove_foreign_items
-from .items import NAME, call_parts, is_input_side, is_model_output, reasoning_item_id, string
+from .items import NAME, call_parts, is_input_side, is_model_output, may_follow_reasoning, reasoning_item_id, string
 from .reader import ResponsesReader
-from .repair import insert_missing, lacks_summary, orphans, remove_orphans, restore_summaries, server_holds_history
+from .repair import (
+    insert_missing,
+    lacks_summary,
+    orphans,
+    remove_orphans,
+    restore_following_ids,
+    restore_summaries,
+    server_holds_history,
+)
 
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
 TEXT_FIELDS = frozenset({"id", "type", "summary", "content", "status"})
@@ -89,7 +97,10 @@ class Responses(Routed):
         if not isinstance(items, list) or server_holds_history(doc):
             return []
         keys: list[str] = []
-        for item in items:
+        for index, item in enumerate(items):
+            reasoning_id = reasoning_item_id(item)
+            if reasoning_id is not None and index + 1 < len(items) and not may_follow_reasoning(items[index + 1]):
+                keys.append(reasoning_id)  # the id its next item lost is in its record (restore_following_ids)
             if not is_model_output(item):
                 continue
             item_id = string(item.get("id"))
@@ -103,8 +114,10 @@ class Responses(Routed):
         items = doc.get("input") if isinstance(doc, dict) else None
         if not isinstance(items, list):
             return []
-        actions = remove_orphans(items)
-        if not server_holds_history(doc):
+        stateless = not server_holds_history(doc)
+        actions = restore_following_ids(items, cache) if stateless else []
+        actions += remove_orphans(items)
+        if stateless:
             actions += insert_missing(items, cache)
             actions += restore_summaries(items, cache)
         return actions

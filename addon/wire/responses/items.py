@@ -58,3 +58,14 @@ def is_input_side(item: Any) -> bool:
 def call_parts(item: dict[str, Any]) -> tuple[str | None, str | None, Any]:
     """A request function_call item's call_id, name and arguments."""
     return string(item.get("call_id")), string(item.get("name")), item.get("arguments", "")
+
+
+def may_follow_reasoning(item: Any) -> bool:
+    """Whether an item may stand right after a reasoning item that has an `rs_…` id. Not one only the client writes,
+    and not one the model produced sent back without the id it was issued: OpenAI pairs the two by id, and refuses
+    a reasoning item whose next item lost its id ("…of type 'reasoning' was provided without its required following
+    item": an assistant message sent without its msg_ id, https://github.com/mastra-ai/mastra/issues/11103; a
+    function_call without its fc_ id, https://github.com/vercel/ai/issues/7099)."""
+    if item is None or is_input_side(item):
+        return False
+    return not is_model_output(item) or string(item.get("id")) is not None

@@ -46,7 +46,9 @@ class ResponsesReader(ResponsesStream):
                 wire_format=NAME,
                 fields=dict(reasoning),
                 tool_calls=calls,
-                extra_keys=extra_keys,
+                # The reasoning item's own id is a key too, where the record has others: an item after it sent
+                # back without its id is found through it (repair.restore_following_ids).
+                extra_keys=[reasoning["id"], *extra_keys] if calls or extra_keys else [],
                 response_id=self.response_id,
                 response_model=self.response_model,
                 complete=complete,

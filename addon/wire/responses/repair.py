@@ -1,5 +1,6 @@
 """The Responses repair: a cached reasoning item put back before the run of items it produced (once per `rs_…` id),
-the `summary` put back on a reasoning item sent without it, and a reasoning item nothing the model produced follows
+the `summary` put back on a reasoning item sent without it, the id an item was issued put back where the client
+dropped it right after its reasoning item, and a reasoning item nothing the model produced follows (with its id)
 taken out (the server refuses it)."""
 
 from __future__ import annotations
@@ -9,7 +10,14 @@ from typing import Any, Literal
 
 from ...shared.records import ReasoningRecord, RepairAction
 from ..base import CacheView
-from .items import call_parts, is_input_side, is_model_output, is_reasoning, reasoning_item_id, string
+from .items import (
+    call_parts,
+    is_model_output,
+    is_reasoning,
+    may_follow_reasoning,
+    reasoning_item_id,
+    string,
+)
 
 
 def server_holds_history(doc: dict[str, Any]) -> bool:
@@ -57,29 +65,83 @@ def _group_start(items: list[Any], index: int, reasoning_id: str, cache: CacheVi
 
 
 def orphans(items: list[Any]) -> list[int]:
-    """Indexes of reasoning items that nothing the model produced follows (the server refuses them)."""
-    found = []
-    for index, item in enumerate(items):
-        following = items[index + 1] if index + 1 < len(items) else None
-        if reasoning_item_id(item) is not None and (following is None or is_input_side(following)):
-            found.append(index)
-    return found
+    """Indexes of reasoning items that no item the model produced follows with its id (the server refuses them)."""
+    return [
+        index
+        for index, item in enumerate(items)
+        if reasoning_item_id(item) is not None
+        and not may_follow_reasoning(items[index + 1] if index + 1 < len(items) else None)
+    ]
+
+
+def restore_following_ids(items: list[Any], cache: CacheView) -> list[RepairAction]:
+    """Puts back the id of an item right after a reasoning item where the client dropped it, when the proxy saw
+    the two issued together: the function_call's fc_ id (found by its call), or the assistant message's msg_ id
+    (the one message the reasoning item produced)."""
+    actions = []
+    present = {item.get("id") for item in items if isinstance(item, dict)}
+    for index in range(len(items) - 1):
+        reasoning_id, following = reasoning_item_id(items[index]), items[index + 1]
+        if reasoning_id is None or not is_model_output(following) or string(following.get("id")) is not None:
+            continue
+        issued, call_id, via, record = _issued_id(following, reasoning_id, cache)
+        if issued is None or issued in present or record is None:
+            continue
+        following["id"] = issued
+        present.add(issued)
+        actions.append(
+            RepairAction(
+                kind="restored",
+                location=f"input[{index + 1}]",
+                index=index + 1,
+                fields=["id"],
+                tool_call_id=call_id,
+                response_id=record.response_id,
+                via=via,
+            )
+        )
+    return actions
+
+
+def _issued_id(
+    item: dict[str, Any], reasoning_id: str, cache: CacheView
+) -> tuple[str | None, str | None, Literal["id", "fingerprint"], ReasoningRecord | None]:
+    """The id `item` was issued with after the reasoning item `reasoning_id`, as the capture saw it."""
+    if item.get("type") == "function_call":
+        hit = cache.call(*call_parts(item))
+        if hit is None or _cached_reasoning(hit.record) != reasoning_id:
+            return None, None, "id", None
+        issued = next((alias for alias in hit.call.aliases if alias.startswith("fc_")), None)
+        return issued, hit.call.id, hit.via, hit.record
+    record = cache.record(reasoning_id)
+    if record is None or _cached_reasoning(record) != reasoning_id:
+        return None, None, "id", None
+    # The record's other keys are the messages it produced: only one of them can be this one for sure.
+    messages = [key for key in record.extra_keys if key.startswith("msg_")]
+    return (messages[0] if len(messages) == 1 else None), None, "id", record
 
 
 def remove_orphans(items: list[Any]) -> list[RepairAction]:
-    """Drops reasoning items that nothing the model produced follows (the server refuses them)."""
+    """Drops reasoning items that no item the model produced follows with its id (the server refuses them)."""
     actions = []
     # From the end, so that removing one can expose the reasoning item before it.
     for index in range(len(items) - 1, -1, -1):
         reasoning_id = reasoning_item_id(items[index])
         if reasoning_id is None:
             continue
-        following = items[index + 1] if index + 1 < len(items) else None
-        if following is not None and not is_input_side(following):
+        if may_follow_reasoning(items[index + 1] if index + 1 < len(items) else None):
             continue
+        following = items[index + 1] if index + 1 < len(items) else None
         del items[index]
+        why = "the item after it lost the id it was issued" if is_model_output(following) else None
         actions.append(
-            RepairAction(kind="removed", location=f"input[{index}]", index=index, fields=[f"reasoning {reasoning_id}"])
+            RepairAction(
+                kind="removed",
+                location=f"input[{index}]",
+                index=index,
+                fields=[f"reasoning {reasoning_id}"],
+                reason=why,
+            )
         )
     actions.reverse()
     return actions
@@ -98,6 +160,15 @@ def insert_missing(items: list[Any], cache: CacheView) -> list[RepairAction]:
             continue
         record, call_id, via = found
         start = _group_start(items, index, reasoning_id, cache)
+        # The item the reasoning goes before must carry the id it was issued, or the server refuses the pair: the
+        # id is put back where the capture saw it, and items of the run that lost theirs for good are passed over.
+        issued = None
+        while start is not None and not may_follow_reasoning(items[start]):
+            issued = _issued_id(items[start], reasoning_id, cache)[0]
+            if issued is not None:
+                items[start]["id"] = issued
+                break
+            start = start + 1 if start < index else None
         if start is None:
             index += 1
             continue
