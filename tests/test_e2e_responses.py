@@ -362,3 +362,37 @@ def test_a_reasoning_item_whose_next_item_lost_its_id_unseen_is_taken_out(
 
     create(client(proxy.url, api_key), turn_two, stream=True)  # answered
     assert fake.last("/responses").doc["input"] == [QUESTION, said, turn_two[3]]
+
+
+def not_persisted(rs_id: str) -> str:
+    return (
+        f"Item with id '{rs_id}' not found. Items are not persisted when `store` is set to false. Try again with "
+        "`store` set to true, or remove this item from your input."
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_reasoning_item_sent_by_its_id_alone_gets_its_encrypted_content_back(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, stream: bool
+) -> None:
+    """Under `store: false` a client that keeps only the reasoning item's id (anomalyco/opencode#7724) gets a 404
+    from the server, which holds nothing; the proxy captured the item's encrypted_content and puts it back."""
+    proxied = client(proxy.url, api_key)
+    response_id, output, _ = create(proxied, [QUESTION], stream=stream)
+    reasoning, call = output
+    by_id = {"type": "reasoning", "id": reasoning["id"]}
+    turn_two = [QUESTION, by_id, call, *results(output)]
+    with pytest.raises(openai.NotFoundError) as refused:
+        create(client(fake.url, api_key), turn_two, stream=stream)
+    assert refused.value.body["message"] == not_persisted(reasoning["id"])
+
+    _, _, text = create(proxied, turn_two, stream=stream)
+    assert text == FINAL_ANSWER
+    sent = fake.last("/responses").doc["input"][1]
+    assert sent["encrypted_content"] == reasoning["encrypted_content"] and sent["summary"] == reasoning["summary"]
+    (repaired,) = log_events(
+        proxy_state, "repaired", lambda e: any(a.get("response_id") == response_id for a in e["actions"])
+    )
+    assert [(a["kind"], a["location"], a["fields"]) for a in repaired["actions"]] == [
+        ("restored", "input[1]", ["encrypted_content", "summary"])
+    ]

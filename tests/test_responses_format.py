@@ -665,3 +665,20 @@ def test_reasoning_is_not_put_back_before_an_item_that_lost_its_id_for_good() ->
     doc = request(bare, call(1), output(1))
     assert repaired(doc, [record(1, 1)]) == ["inserted reasoning rs_1 before input[3] (tool call call_1)"]
     assert doc["input"][2]["id"] == "rs_1" and doc["input"][3]["id"] == "fc_1"  # before the call, which has its id
+
+
+# --------------------------------------------------------------------------------------
+# store: false, a reasoning item sent back as its id alone
+
+
+def test_a_reasoning_item_sent_by_id_alone_under_store_false_gets_its_encrypted_content_back() -> None:
+    doc = request({"type": "reasoning", "id": "rs_1"}, call(1), output(1))
+    assert "rs_1" in FORMAT.lookup_keys(doc, MODEL)
+    assert repaired(doc, [record(1, 1, messages=("rs_1",))]) == ["restored encrypted_content, summary on input[1]"]
+    assert doc["input"][1] == reasoning(1) | {"id": "rs_1"}
+
+
+def test_with_store_on_a_reasoning_item_by_id_is_left_for_the_server_to_find() -> None:
+    doc = request({"type": "reasoning", "id": "rs_1"}, call(1), output(1), store=True)
+    assert "rs_1" not in FORMAT.lookup_keys(doc, MODEL)
+    assert repaired(doc, [record(1, 1, messages=("rs_1",))]) == []

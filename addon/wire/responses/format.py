@@ -37,8 +37,10 @@ from .repair import (
     lacks_summary,
     orphans,
     remove_orphans,
+    restore_encrypted,
     restore_following_ids,
     restore_summaries,
+    sent_by_id_alone,
     server_holds_history,
 )
 
@@ -99,8 +101,12 @@ class Responses(Routed):
         keys: list[str] = []
         for index, item in enumerate(items):
             reasoning_id = reasoning_item_id(item)
-            if reasoning_id is not None and index + 1 < len(items) and not may_follow_reasoning(items[index + 1]):
-                keys.append(reasoning_id)  # the id its next item lost is in its record (restore_following_ids)
+            if reasoning_id is not None and (
+                (index + 1 < len(items) and not may_follow_reasoning(items[index + 1])) or sent_by_id_alone(doc, item)
+            ):
+                # Its record holds the id its next item lost (restore_following_ids), or its encrypted_content
+                # (restore_encrypted).
+                keys.append(reasoning_id)
             if not is_model_output(item):
                 continue
             item_id = string(item.get("id"))
@@ -115,7 +121,8 @@ class Responses(Routed):
         if not isinstance(items, list):
             return []
         stateless = not server_holds_history(doc)
-        actions = restore_following_ids(items, cache) if stateless else []
+        actions = restore_encrypted(doc, items, cache) if stateless else []
+        actions += restore_following_ids(items, cache) if stateless else []
         actions += remove_orphans(items)
         if stateless:
             actions += insert_missing(items, cache)

@@ -232,3 +232,39 @@ def restore_summaries(items: list[Any], cache: CacheView) -> list[RepairAction]:
             )
         )
     return actions
+
+
+def sent_by_id_alone(doc: dict[str, Any], item: Any) -> bool:
+    """A reasoning item sent as its id, without its `encrypted_content`, in a request the server keeps nothing for
+    (`store: false`): the server cannot look it up, and answers 404 "Item with id 'rs_…' not found. Items are not
+    persisted when `store` is set to false" (https://github.com/anomalyco/opencode/issues/7724,
+    https://github.com/can1357/oh-my-pi/issues/41)."""
+    return doc.get("store") is False and reasoning_item_id(item) is not None and "encrypted_content" not in item
+
+
+def restore_encrypted(doc: dict[str, Any], items: list[Any], cache: CacheView) -> list[RepairAction]:
+    """Puts back the `encrypted_content` (and `summary`, if it went too) of each reasoning item sent by its id alone
+    under `store: false`, as the capture holds it for that id."""
+    actions = []
+    for index, item in enumerate(items):
+        if not sent_by_id_alone(doc, item):
+            continue
+        reasoning_id = reasoning_item_id(item)
+        record = cache.record(reasoning_id) if reasoning_id is not None else None
+        captured = record.fields if record is not None and _cached_reasoning(record) == reasoning_id else {}
+        if not isinstance(captured.get("encrypted_content"), str):
+            continue  # never captured, or the client never asked for it (`include`): the diagnosis says which
+        fields = [name for name in ("encrypted_content", "summary") if name not in item and name in captured]
+        for name in fields:
+            item[name] = copy.deepcopy(captured[name])
+        assert record is not None
+        actions.append(
+            RepairAction(
+                kind="restored",
+                location=f"input[{index}]",
+                index=index,
+                fields=fields,
+                response_id=record.response_id,
+            )
+        )
+    return actions
