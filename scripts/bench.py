@@ -83,6 +83,90 @@ What keeps the addon cheap:
 
 **Reading a request whole**, as the first turn of a session is read, still costs what the
 in-process rows show (c: parse 0.9 ms, lookups and repairs 1.7 ms, writing 0.6 ms).
+
+How it measures
+---------------
+
+Starts the benchmark's fake provider on loopback (`scripts/bench_upstream.py`), a plain
+`mitmdump` that only streams event streams as any LLM proxy must (`scripts/bench_stream_only.py`),
+and `mitmdump -s addon/main.py`. It then sends every workload three ways: straight to the fake,
+through plain mitmdump, and through the addon. The three are interleaved round by round, with
+the clients and the fake pinned to one core and both proxies to the other; after each sample a
+small request through the same target waits until that target is idle, so nothing one target
+left for later runs while the next is timed. A ratio is the median of the per-round ratios, so
+the machine's noise (easily ±30% between runs on the 2-core VM this was measured on) falls on
+both sides alike. The script also times the capture and repair functions in process and watches
+the proxy's resident memory. It exits non-zero when a target is missed.
+
+The request workloads b2, c and f are sessions: each round sends the next turn of one
+conversation (the history so far plus one tool call and its result) to all three targets alike,
+as a client sends it turn after turn; a session starts again after 25 turns, so that it stays
+near the size its name says. b2's client keeps every reasoning value (Codex CLI, Claude
+Code, pydantic-ai); c's drops them and sends `content: []` (Copilot's clients), so every turn is
+repaired. Flatness is the addon's own milliseconds a turn (the median of each round's
+addon − plain) at 400 messages over those at 40; the two sessions are timed in the same rounds,
+so that a slow spell of the machine falls on both. The benchmark counts the 40-message figure as at
+least 0.1 ms (`RESOLUTION_MS` in `scripts/bench.py`, a floor it sets, not one it measures): with a
+client that keeps its state the addon adds about nothing at 40 messages, and a ratio to nothing
+says nothing.
+
+The s streams are 2,000-event answers in which nine events in ten carry a reasoning delta,
+one per way a provider streams reasoning, each shaped as captured from that provider, ending in
+a tool call with its signature or opaque value. d and d2 are the older 2,000-event
+streams with a quarter of their events reasoning. "Next request" is the small request sent the
+moment a stream ended: through the addon it waits for the reading of that stream (see Streams
+below). Each stream is timed twice (`stream_workload` in `scripts/bench.py`). Its total comes
+from the stream sent in one burst. Its first event comes from the same stream with the rest
+sent 10 ms after the first event, as a provider's first token comes alone, over three times as
+many rounds (300 for the s streams). In a burst the time to the first event (about 5 ms) is
+mostly how the CPU was shared with the rest of the stream, since the client and the fake share
+a core: two identical plain mitmdumps differed by up to 6% from one run to the next, while the
+addon's own part of it is about a tenth of a millisecond. Sent alone, the first event takes about 2.5 ms through
+mitmdump, and the same two still differed by up to 4% over 60 rounds: hence the extra rounds
+(per-round ratios spread over about a tenth, interquartile, which puts the standard error of a
+median of 300 near 0.6%).
+
+The peers
+---------
+
+- claude-tap (an aiohttp reverse proxy that writes every request and answer to a SQLite trace
+  database) runs with `--tap-no-launch --tap-no-live --tap-no-open` (else it starts the `claude`
+  CLI, a dashboard process and a browser) and `--tap-allow-path /v1/telemetry` (it forwards only
+  known API paths). It streams an answer only when the request says `"stream": true`.
+- llm-interceptor (`lli watch`, on mitmproxy 11.0.2) has no reverse mode: the clients use it
+  as a forward proxy to the fake, with `--include '*127.0.0.1*'` so that it records them. It reads
+  a stream whole before the client gets any of it (its `response` hook parses the body), hence
+  the first-event figures; its web UI cannot be turned off.
+- LiteLLM's proxy (`litellm[proxy]`, one uvicorn worker, no database, a master key, the cost
+  map and Anthropic beta headers read from its package instead of GitHub) is measured two ways:
+  its generic pass-through endpoint (`pass_through_endpoints`, answers passed on as received, the
+  request's JSON parsed and sent again) and its own `/v1/chat/completions` (the gateway, which
+  re-encodes every chunk of a stream; `forward_client_headers_to_llm_api` lets the fake's
+  `x-bench-*` headers through). Its gateway is not run on the Anthropic stream: its `/v1/messages`
+  took 0.3 to 1.6 s a stream when tried.
+- Where a peer's stream total is below plain mitmdump's, that is the peer's HTTP stack against
+  mitmproxy's, not recording being free: they pass a stream on in fewer, larger pieces. Of the
+  2,000-event chat stream the client read about 2,005 pieces straight from the fake, through
+  plain mitmdump and through the addon alike, 10 to 12 through claude-tap, 195 to 288 through
+  LiteLLM's pass-through and 6 through llm-interceptor (five runs; `scripts/bench` prints these
+  counts under each peer stream's total).
+
+Turns read from where the last one ended (`addon/request/history.py`, `addon/request/resume.py`). The
+proxy remembers, per scope and route, the last requests it read: their bytes, where their list's
+last item ends, and what it made of them. A request that starts with those bytes (one memory
+compare) and ends with the same bytes after the list adds items: only those are parsed and
+repaired, with the last earlier item for context, and the body sent on is the remembered one with
+the new items written in, byte for byte what writing the whole document gives. A turn is read
+whole instead when its new items hold a new prompt (the current tool loop ends, and with it what
+the repair does to earlier messages), when the earlier request did not end in the client's own
+input, when a repair would touch an earlier item or take one out, when an answer the earlier turn
+found nothing for is in the cache now, when a Responses reasoning id would be there twice, and
+after any 4xx (the provider may have refused what was remembered). What it remembers is bounded by count and by
+the memory it holds (README, Guarantees), counted on the event loop's next turn, after the
+request went on. A request goes on from the
+remembered request it continues the furthest: where one conversation holds all of another (a
+fork, a retry from an earlier turn), each goes on from its own last turn. `tests/test_resume.py` sends
+sessions of each format both ways and compares bytes, repairs and comments turn by turn.
 """
 
 from __future__ import annotations

@@ -251,13 +251,14 @@ def restore_encrypted(doc: dict[str, Any], items: list[Any], cache: CacheView) -
             continue
         reasoning_id = reasoning_item_id(item)
         record = cache.record(reasoning_id) if reasoning_id is not None else None
-        captured = record.fields if record is not None and _cached_reasoning(record) == reasoning_id else {}
+        if record is None or _cached_reasoning(record) != reasoning_id:
+            continue  # never captured
+        captured = record.fields
         if not isinstance(captured.get("encrypted_content"), str):
-            continue  # never captured, or the client never asked for it (`include`): the diagnosis says which
+            continue  # the client never asked for it (`include`): there is nothing to put back
         fields = [name for name in ("encrypted_content", "summary") if name not in item and name in captured]
         for name in fields:
             item[name] = copy.deepcopy(captured[name])
-        assert record is not None
         actions.append(
             RepairAction(
                 kind="restored",
