@@ -117,6 +117,19 @@ class Diagnosed(FlowEvent):
     message: str  # the provider's text, redacted
 
 
+class Recovered(FlowEvent):
+    """A request the provider would refuse, or refused, for its reasoning state, sent on in the closest form the
+    provider accepts (llm_recover): that turn goes on without the reasoning that could not be put back."""
+
+    kind: Literal["recovered"] = "recovered"
+    how: Literal["before", "retry"]  # changed before it was sent, or sent once more after the provider's 4xx
+    rule: str  # the diagnosis rule the request broke, or would have
+    removed: list[str]  # what was removed or turned off, by place ("messages[3].content[0]: thinking")
+    first_status: int | None = None  # retry: the provider's first answer
+    first_error: str | None = None  # retry: the provider's text, redacted
+    status: int | None = None  # retry: the status of the answer the client got
+
+
 class Skipped(Event):
     """Traffic the addon looked at and left alone, with the reason."""
 

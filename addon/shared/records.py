@@ -249,7 +249,15 @@ class ReasoningRecord(BaseModel):
 
 
 RepairKind = Literal[
-    "restored", "content_null", "merged", "inserted", "removed", "placeholder", "id_restored", "foreign_removed"
+    "restored",
+    "content_null",
+    "merged",
+    "inserted",
+    "removed",
+    "placeholder",
+    "id_restored",
+    "foreign_removed",
+    "recovered",
 ]
 
 
@@ -271,7 +279,8 @@ class RepairAction:
     response_id: str | None = None
     via: Literal["id", "fingerprint"] | None = None
     degraded: bool = False
-    reason: str | None = None  # why a value was removed (foreign_removed: who issued it)
+    reason: str | None = None  # why a value was removed (foreign_removed: who issued it; recovered: the form sent)
+    rule: str | None = None  # recovered: the provider rule the request would have broken (a diagnosis rule id)
 
     def describe(self) -> str:
         call = (
@@ -291,6 +300,8 @@ class RepairAction:
             return f"removed {what} at {self.location}: {self.reason or 'nothing follows it'}"
         if self.kind == "foreign_removed":
             return f"removed {what} at {self.location}{call}: {self.reason or 'issued elsewhere'}"
+        if self.kind == "recovered":
+            return f"{self.reason or 'recovered'} at {self.location}{call}: nothing to put back (degraded)"
         if self.kind == "placeholder":
             return f"sent placeholder {what} on {self.location}{call}: nothing cached (degraded)"
         return f"restored full tool call id on {self.location} and its tool results{call}"

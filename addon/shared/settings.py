@@ -136,6 +136,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         """,
     ),
     OptionSpec(
+        "llm_recover",
+        "true",
+        """
+        Whether to let a conversation go on when the reasoning state a
+        provider requires cannot be put back (the proxy never saw it, or the
+        provider refused it): the request is sent in the closest form the
+        provider accepts (thinking off for that request, the refused values
+        removed), before sending where the proxy's own check knows the
+        request would be refused, or once more after a reasoning-state 4xx.
+        That turn loses its reasoning; each time is logged as "recovered".
+        "false" sends requests as the client made them, as without it.
+        """,
+    ),
+    OptionSpec(
         "llm_credential_headers",
         "",
         """
@@ -329,6 +343,7 @@ class Settings(BaseModel):
     )
     anonymous_fallback: bool = parse_bool("llm_anonymous_fallback", _default("llm_anonymous_fallback"))
     remove_foreign: bool = parse_bool("llm_remove_foreign", _default("llm_remove_foreign"))
+    recover: bool = parse_bool("llm_recover", _default("llm_recover"))
 
     @property
     def cache_display(self) -> str:
@@ -364,4 +379,5 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         credential_headers=parse_header_names("llm_credential_headers", values["llm_credential_headers"]),
         anonymous_fallback=parse_bool("llm_anonymous_fallback", values["llm_anonymous_fallback"]),
         remove_foreign=parse_bool("llm_remove_foreign", values["llm_remove_foreign"]),
+        recover=parse_bool("llm_recover", values["llm_recover"]),
     )

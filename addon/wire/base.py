@@ -260,6 +260,16 @@ class WireFormat(Protocol):
         the body's top-level list, and a note for a person)."""
         ...
 
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        """Changes `doc` in place to the closest form the provider accepts when the reasoning state it requires
+        cannot be put back (llm_recover): first takes out the reasoning state of the top-level items at `refused`
+        (None: of every item), for a request the provider refused for it; then, for each rule the format's `check`
+        finds the request breaks, sends what the provider documents, or is shown, to accept instead (thinking off
+        for this request, an empty reasoning value, an orphaned item removed). Returns what it did, as actions of
+        kind "recovered" naming the rule (`RepairAction.rule`) and the form sent (`reason`); none where no accepted
+        form is known, and the request is then left as it was."""
+        ...
+
     # What the fixture export replaces by placeholders (addon/offline/fixtures/placeholders.py), found by where it sits.
     # Keys whose string values are opaque reasoning state.
     opaque_keys: frozenset[str]
