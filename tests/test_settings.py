@@ -313,6 +313,7 @@ def test_options_are_declared_once_each():
         "llm_log_opaque",
         "llm_signature_placeholder",
         "llm_remove_foreign",
+        "llm_recover",
         "llm_credential_headers",
         "llm_anonymous_fallback",
         "llm_keep_bodies",
