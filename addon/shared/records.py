@@ -320,6 +320,12 @@ class Violation(BaseModel):
         return f"{self.location}: {self.message}{call}"
 
 
+def recovered_places(actions: list[RepairAction]) -> list[str]:
+    """What a recovery removed or turned off, by place, as the `recovered` event and the flow's entry list it
+    ("messages[3].content[0]: thinking")."""
+    return [f"{a.location}: {', '.join(a.fields)}" for a in actions if a.kind == "recovered"]
+
+
 def summarize_actions(actions: list[RepairAction], *, detail: int = 6) -> str:
     """The repairs of one request for a person: each described, or grouped when there are many."""
     return ActionTally(detail).add(actions).describe()
