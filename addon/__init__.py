@@ -11,6 +11,7 @@ from .hooks.capture import ResponseCapture
 from .hooks.contentview import LlmContentView
 from .hooks.explain import ErrorExplainer
 from .hooks.repair import RequestRepair
+from .hooks.retry import RefusalRetry
 from .hooks.runtime import Runtime
 from .hooks.upkeep import CacheUpkeep
 from .shared.version import __version__
@@ -24,6 +25,7 @@ def make_addons() -> list[object]:
         RequestRepair(config),
         ResponseCapture(config),
         ErrorExplainer(config),
+        RefusalRetry(config),  # after the explainer: it sends again what the diagnosis names
         CacheUpkeep(config),
         LlmContentView(),
     ]
@@ -35,6 +37,7 @@ __all__ = [
     "ErrorExplainer",
     "LlmContentView",
     "Runtime",
+    "RefusalRetry",
     "RequestRepair",
     "ResponseCapture",
     "make_addons",

@@ -265,6 +265,7 @@ class Explanation:
             "tool_call_ids": self.tool_call_ids,
             "healed": self.healed,
             "findings": self.findings,
+            "message": self.diagnosis.message,  # the provider's text, redacted
         }
 
 

@@ -14,7 +14,7 @@ from ..answer.provenance import Origin
 from ..answer.tap import ResponseTap, TapResult
 from ..shared.events import Captured, summarize_record
 from ..shared.failopen import FailOpen, fail_open
-from ..shared.flow_meta import flow_meta
+from ..shared.flow_meta import RETRY_OF, flow_meta
 from ..shared.headers import header, media_type
 from ..shared.records import display_call_id
 from ..shared.redact import masked_logger, redact_url
@@ -50,7 +50,8 @@ class ResponseCapture:
                 aws_frames=aws_frames,
                 content_encoding=header(response.headers, b"content-encoding"),
                 read=response.status_code < 300,
-                keep_body=self.runtime.reattach_streamed_bodies(),
+                # A second sending's answer goes to another flow's client (hooks/retry.py): held whole for it.
+                keep_body=RETRY_OF in flow.metadata or self.runtime.reattach_streamed_bodies(),
                 on_finish=functools.partial(self._commit, flow),
                 guard=functools.partial(self._failing_open, flow),
                 defer=True,  # finished by the response hook (`_close`), or by the error hook if cut short
@@ -70,7 +71,7 @@ class ResponseCapture:
         if not isinstance(tap, ResponseTap):
             return
         with self._failing_open(flow):
-            if complete and tap.ended and not self.runtime.keep_bodies():
+            if complete and tap.ended and not self.runtime.keep_bodies() and RETRY_OF not in flow.metadata:
                 # What is stored on a flow after its response hook never reaches a flow file or a UI: only
                 # when none is kept can the reading wait until the client has the whole answer.
                 tap.finish_soon()

@@ -20,7 +20,7 @@ from ..request.signing import SIGNED_REMEDY, body_signer
 from ..shared import compat, jsoncodec
 from ..shared.events import Repaired, loggable_actions
 from ..shared.failopen import after_sending, fail_open
-from ..shared.flow_meta import META, PENDING, complete_meta
+from ..shared.flow_meta import META, PENDING, RETRY_OF, complete_meta
 from ..shared.records import ActionTally, RepairAction, summarize_actions
 from ..shared.redact import masked_logger, redact_url
 from ..shared.scope import Caller, Identity, Scope
@@ -156,8 +156,10 @@ class RequestRepair:
         meta: dict[str, Any] = {"format": wire_format.name}
         flow.metadata[META] = meta
         caller = Caller.of(request)  # the request as it is here: addons after this one may change it
-        restore = wire_format.may_need_repair(body)
-        if not restore and not (settings.remove_foreign and may_hold_foreign(wire_format, body)):
+        # A second sending (hooks/retry.py) goes as it was made: a repair would put back what the provider refused.
+        again = RETRY_OF in flow.metadata
+        restore = not again and wire_format.may_need_repair(body)
+        if not restore and (again or not (settings.remove_foreign and may_hold_foreign(wire_format, body))):
             # Nothing to put back or take out, and no turn of a conversation the history memory holds (those carry
             # the calls that made them be remembered): it goes on as it came, never parsed. Whose it is and the model
             # it names (what its answer's reasoning is filed under) are read once it is on its way, while the

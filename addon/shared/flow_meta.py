@@ -13,6 +13,9 @@ META = "llm"
 # Where a request that needed nothing holds what writes the rest of its entry (whose request it is, the model), run
 # once the request is on its way (RequestRepair): never when flows are kept, so no flow file ever holds it.
 PENDING = "pending"
+# flow.metadata[RETRY_OF] names the flow a request is the second sending of (hooks/retry.py): it goes on as it is,
+# never repaired or sent again, and its answer is held whole for that flow's client.
+RETRY_OF = "llm_retry_of"
 
 
 def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:

@@ -55,26 +55,30 @@ class _Answer(BaseHTTPRequestHandler):
         pass
 
 
+def server_context(folder: Path) -> tuple[ssl.SSLContext, Path]:
+    """A TLS server context for 127.0.0.1 whose certificate a CA of its own issued, and that CA's PEM file."""
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Corporate Inspection CA")])
+    ca = issue_certificate("Corporate Inspection CA", ca_key, ca_name, ca_key, ca=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = issue_certificate("127.0.0.1", key, ca_name, ca_key, ca=False)
+    ca_file = folder / "corporate-ca.pem"
+    ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    chain = folder / "upstream.pem"
+    chain.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        + leaf.public_bytes(serialization.Encoding.PEM)
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(chain)
+    return context, ca_file
+
+
 class TLSUpstream:
     """Serves ANSWER over HTTPS on loopback; `ca_file` is the PEM of the CA that issued its certificate."""
 
     def __init__(self, folder: Path) -> None:
-        ca_key = ec.generate_private_key(ec.SECP256R1())
-        ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Corporate Inspection CA")])
-        ca = issue_certificate("Corporate Inspection CA", ca_key, ca_name, ca_key, ca=True)
-        key = ec.generate_private_key(ec.SECP256R1())
-        leaf = issue_certificate("127.0.0.1", key, ca_name, ca_key, ca=False)
-        self.ca_file = folder / "corporate-ca.pem"
-        self.ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-        chain = folder / "upstream.pem"
-        chain.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-            )
-            + leaf.public_bytes(serialization.Encoding.PEM)
-        )
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(chain)
+        context, self.ca_file = server_context(folder)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
         self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
         self.url = f"https://127.0.0.1:{self._server.server_address[1]}"

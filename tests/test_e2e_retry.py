@@ -1,0 +1,173 @@
+"""End to end: a request the provider refuses for reasoning state the proxy never saw is sent once more without it
+(llm_recover), through a real mitmdump, and the client gets the second answer."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.event_log import LogTail
+from tests.support.fake_provider import FakeProvider
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.tls_upstream import server_context
+from tests.test_e2e_anthropic import (
+    ANSWER,
+    QUESTION,
+    answer_text,
+    error_message,
+    post,
+    reply,
+    request,
+    results,
+)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+INVALID = "messages.1.content.0: Invalid `signature` in `thinking` block"
+
+
+def resumed_elsewhere(turn: dict) -> dict:
+    """The assistant turn as a client resumes it from a session another proxy (or none) saw: its thinking block
+    carries a signature this provider never issued here."""
+    content = [
+        {"type": "thinking", "thinking": "Let me look.", "signature": "EqQBCkYIBxgCKkA" + "x" * 80}
+        if block["type"] == "thinking"
+        else block
+        for block in turn["content"]
+    ]
+    return {"role": "assistant", "content": content}
+
+
+def recovered_events(state: Path) -> list[dict]:
+    return LogTail(state / "events.jsonl", whole=True).wait_for("recovered")
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    return tmp_path
+
+
+@pytest.fixture
+def proxy_with(fake: FakeProvider, confdir: Path, state: Path):
+    started: list[MitmdumpProcess] = []
+
+    def start(**options: object) -> MitmdumpProcess:
+        process = reverse_proxy(
+            fake.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl", **options
+        ).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.stop()
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_signature_never_issued_here_is_sent_again_without_it(
+    fake: FakeProvider, proxy_with, state: Path, api_key: str, stream: bool
+) -> None:
+    proxy = proxy_with()
+    turn = reply(post(fake.url, api_key, request([QUESTION], stream=False)), stream=False)
+    messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+    assert error_message(post(fake.url, api_key, request(messages, stream=stream))) == INVALID
+    before = len(fake.find("x-api-key", api_key))
+
+    answered = post(proxy.url, api_key, request(messages, stream=stream))
+    assert answered.status_code == 200, proxy.output
+    assert answer_text(reply(answered, stream=stream)) == ANSWER
+    sent = fake.find("x-api-key", api_key)[before:]
+    assert len(sent) == 2  # the client's request, then once more
+    assert sent[0].doc["messages"][1] == messages[1]
+    second = sent[1].doc
+    assert [b["type"] for b in second["messages"][1]["content"]] == ["tool_use"]
+    assert second["thinking"] == {"type": "disabled"}
+    (event,) = recovered_events(state)
+    assert event["how"] == "retry" and event["first_status"] == 400 and event["status"] == 200
+    assert INVALID in event["first_error"]
+    assert event["removed"] and event["rule"]
+    assert "llm recovered" in proxy.output and "after its 400" in proxy.output
+
+
+def test_off_the_client_gets_the_refusal(fake: FakeProvider, proxy_with, state: Path, api_key: str) -> None:
+    proxy = proxy_with(llm_recover="false")
+    turn = reply(post(fake.url, api_key, request([QUESTION], stream=False)), stream=False)
+    messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+    before = len(fake.find("x-api-key", api_key))
+    assert error_message(post(proxy.url, api_key, request(messages, stream=False))) == INVALID
+    # A second sending happens before the client has its answer: by now it would be at the fake.
+    assert len(fake.find("x-api-key", api_key)) == before + 1
+    LogTail(state / "events.jsonl", whole=True).wait_for("diagnosed")
+    assert not LogTail(state / "events.jsonl", whole=True).events("recovered")
+
+
+@pytest.mark.parametrize("status", [401, 403, 429, 500])
+def test_never_sent_again_for_these(fake: FakeProvider, proxy_with, state: Path, api_key: str, status: int) -> None:
+    proxy = proxy_with()
+    turn = reply(post(fake.url, api_key, request([QUESTION], stream=False)), stream=False)
+    messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+    before = len(fake.find("x-api-key", api_key))
+    text = base64.b64encode(INVALID.encode()).decode()
+    answered = post(proxy.url, api_key, request(messages, stream=False), status=str(status), say=text)
+    assert answered.status_code == status
+    assert len(fake.find("x-api-key", api_key)) == before + 1
+
+
+class _TLSFake(FakeProvider):
+    """The fake provider over HTTPS, with a certificate from a CA of its own (mitmproxy is told to trust it)."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__()
+        self.context, self.ca_file = server_context(folder)
+
+    def start(self) -> _TLSFake:
+        super().start()
+        assert self._server is not None
+        self._server.socket = self.context.wrap_socket(self._server.socket, server_side=True)
+        return self
+
+    @property
+    def url(self) -> str:
+        return super().url.replace("http://", "https://")
+
+
+@pytest.mark.parametrize("mode", ["regular", "upstream"])
+def test_sent_again_as_mitmproxy_sends_requests(tmp_path: Path, confdir: Path, api_key: str, mode: str) -> None:
+    """Regular mode to an HTTPS provider whose CA only `ssl_verify_upstream_trusted_ca` names; and upstream mode,
+    through another proxy: the second request goes the way the first went."""
+    fake = _TLSFake(tmp_path).start()
+    trusted = ("--set", f"ssl_verify_upstream_trusted_ca={fake.ca_file}")
+    log = tmp_path / "events.jsonl"
+    options = ("--set", f"llm_cache={tmp_path / 'cache.db'}", "--set", f"llm_log={log}")
+    processes = []
+    try:
+        if mode == "upstream":
+            # The proxy in front intercepts TLS with the same CA (one confdir): ours is told to trust it.
+            front = MitmdumpProcess(*trusted, confdir=confdir, addon=False).start()
+            processes.append(front)
+            front_ca = f"ssl_verify_upstream_trusted_ca={confdir / 'mitmproxy-ca-cert.pem'}"
+            ours = ("--mode", f"upstream:{front.url}", "--set", front_ca)
+        else:
+            ours = trusted
+        proxy = MitmdumpProcess(*ours, *options, confdir=confdir).start()
+        processes.append(proxy)
+        client = httpx.Client(
+            proxy=proxy.url, verify=ssl.create_default_context(cafile=confdir / "mitmproxy-ca-cert.pem"), timeout=30
+        )
+        headers = {"x-api-key": api_key, "anthropic-version": "2023-06-01"}
+        url = f"{fake.url}/v1/messages"
+        turn = client.post(url, json=request([QUESTION], stream=False), headers=headers).json()
+        messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+        answered = client.post(url, json=request(messages, stream=True), headers=headers)
+        assert answered.status_code == 200, proxy.output
+        assert len(fake.find("x-api-key", api_key)) == 3
+        (event,) = LogTail(log, whole=True).wait_for("recovered")
+        assert event["how"] == "retry" and event["status"] == 200
+    finally:
+        for process in processes:
+            process.stop()
+        fake.stop()
