@@ -9,9 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from llm_reasoning_proxy.hooks.annotate import RECOVER_MARKER
+from llm_reasoning_proxy.shared.flow_meta import RETRY_OF
+from mitmproxy import io
 
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
+from tests.support.offline_cli import offline_cli
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.tls_upstream import server_context
 from tests.test_e2e_anthropic import (
@@ -55,9 +59,9 @@ def state(tmp_path: Path) -> Path:
 def proxy_with(fake: FakeProvider, confdir: Path, state: Path):
     started: list[MitmdumpProcess] = []
 
-    def start(**options: object) -> MitmdumpProcess:
+    def start(*args: str, **options: object) -> MitmdumpProcess:
         process = reverse_proxy(
-            fake.url, confdir, llm_cache=state / "cache.db", llm_log=state / "events.jsonl", **options
+            fake.url, confdir, *args, llm_cache=state / "cache.db", llm_log=state / "events.jsonl", **options
         ).start()
         started.append(process)
         return process
@@ -90,7 +94,7 @@ def test_a_signature_never_issued_here_is_sent_again_without_it(
     assert event["how"] == "retry" and event["first_status"] == 400 and event["status"] == 200
     assert INVALID in event["first_error"]
     assert event["removed"] and event["rule"]
-    assert "llm recovered" in proxy.output and "after its 400" in proxy.output
+    assert "llm recovered" in proxy.output and "sent again after its 400" in proxy.output
 
 
 def test_off_the_client_gets_the_refusal(fake: FakeProvider, proxy_with, state: Path, api_key: str) -> None:
@@ -171,3 +175,33 @@ def test_sent_again_as_mitmproxy_sends_requests(tmp_path: Path, confdir: Path, a
         for process in processes:
             process.stop()
         fake.stop()
+
+
+def test_the_flow_file_the_check_and_the_report_show_it(
+    fake: FakeProvider, proxy_with, state: Path, api_key: str
+) -> None:
+    flows = state / "flows.mitm"
+    proxy = proxy_with("-w", str(flows))
+    turn = reply(post(proxy.url, api_key, request([QUESTION], stream=False)), stream=False)
+    messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+    assert post(proxy.url, api_key, request(messages, stream=False)).status_code == 200
+    recovered_events(state)
+    proxy.stop()  # the flow file is complete
+
+    with flows.open("rb") as handle:
+        recorded = list(io.FlowReader(handle).stream())
+    # The second sending is answered, and saved, before the flow it was sent for.
+    first, again, refused = recorded
+    assert again.metadata[RETRY_OF] == refused.id and again.is_replay == "request"
+    assert refused.response.status_code == 200 and refused.marked == RECOVER_MARKER
+    assert "llm recovered" in refused.comment and "sent again after its 400" in refused.comment
+    assert refused.metadata["llm"]["recovered"]["how"] == "retry"
+
+    checked = offline_cli("check", str(flows), "--no-diff")
+    assert "the recording proxy recovered it: sent again after its 400" in checked.stdout, checked.stdout
+    assert "2 LLM request(s)" in checked.stdout  # the second sending is told of on its flow, not counted again
+
+    for source in (flows, state / "events.jsonl"):
+        page = state / f"{source.stem}.html"
+        assert offline_cli("report", str(source), "-o", str(page)).returncode == 0
+        assert "sent again after its 400" in page.read_text()

@@ -29,11 +29,7 @@ def report_skip(flow: http.HTTPFlow, reason: str, events: EventLog) -> None:
 def report_recovered(flow: http.HTTPFlow, meta: dict, events: EventLog, recovered: Recovered) -> None:
     """Says that a request was sent on in the form the provider accepts, without reasoning the proxy could not put
     back: one line in mitmproxy's output, the event, the flow's entry, comment and marker."""
-    first = f" after its {recovered.first_status}" if recovered.first_status is not None else " before sending"
-    line = (
-        f"llm recovered {recovered.url}{first} ({recovered.rule}): "
-        f"{'; '.join(recovered.removed) or 'nothing removed'}; this turn goes on without that reasoning"
-    )
+    line = f"llm recovered {recovered.url}: {recovered.summary()}"
     logger.warning(line)
     events.write(recovered)
     meta["recovered"] = recovered.model_dump(include={"how", "rule", "removed", "first_status", "first_error"})

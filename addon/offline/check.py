@@ -26,6 +26,7 @@ from ..request.notes import silent_provider
 from ..request.plans import INSERTING, plan_repair
 from ..request.signing import SIGNED_REMEDY, body_signer
 from ..shared import jsoncodec
+from ..shared.flow_meta import RETRY_OF, recovered_of
 from ..shared.limits import MAX_DECODED_BYTES, MAX_ERROR_BODY_BYTES
 from ..shared.records import ReasoningRecord, RepairAction, Violation, display_call_id
 from ..shared.redact import redact_json, redact_text, redact_url
@@ -57,6 +58,7 @@ class ExchangeCheck:
     captured: list[str] = field(default_factory=list)  # reasoning fields read from the answer
     # The provider, when it answers a request that lacks state it issued all the same (only worse)
     silent_provider: str | None = None
+    recovered: str | None = None  # what the recording proxy did to let it go on without reasoning (llm_recover)
 
     @property
     def dropped(self) -> list[RepairAction]:
@@ -132,8 +134,8 @@ def checked_exchanges(
     store = MemoryStore(CacheLimits(max_age=math.inf, max_entries=10**9))
     number = 0
     for flow in flows:
-        if not isinstance(flow, http.HTTPFlow):
-            continue
+        if not isinstance(flow, http.HTTPFlow) or RETRY_OF in flow.metadata:
+            continue  # a second sending (hooks/retry.py) is told of on the flow it was sent for
         try:
             claimed = _claim_as_sent(flow)
         except UnreadableBody as e:
@@ -151,6 +153,7 @@ def checked_exchanges(
             wire_format=wire_format.name,
             model=request_model(wire_format, flow.request.path, body, None),
             live_repaired=live,
+            recovered=recovered_of(flow),
         )
         checked = CheckedExchange(flow, check)
         try:
@@ -275,6 +278,8 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
             out += [f"      - {v.describe()}" for v in check.remaining]
         elif check.remaining:
             out.append("    the addon cannot fix this: nothing cached for it")
+        if check.recovered:
+            out.append(f"    the recording proxy recovered it: {check.recovered}")
         if check.calls or check.captured:
             calls = f"calls {', '.join(check.calls)}" if check.calls else "answers"
             captured = f"; reasoning captured: {', '.join(check.captured)}" if check.captured else ""

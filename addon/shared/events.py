@@ -129,6 +129,15 @@ class Recovered(FlowEvent):
     first_error: str | None = None  # retry: the provider's text, redacted
     status: int | None = None  # retry: the status of the answer the client got
 
+    def summary(self) -> str:
+        return recovery_summary(self.how, self.rule, self.removed, self.first_status)
+
+
+def recovery_summary(how: str, rule: str, removed: list[str], first_status: int | None) -> str:
+    """A recovery for a person, from the event or the flow's entry that keeps it (`meta["recovered"]`)."""
+    when = f"sent again after its {first_status}" if how == "retry" else "changed before sending"
+    return f"{when} ({rule}): {'; '.join(removed) or 'nothing removed'}; that turn went on without that reasoning"
+
 
 class Skipped(Event):
     """Traffic the addon looked at and left alone, with the reason."""

@@ -6,6 +6,7 @@ from typing import Any
 
 from mitmproxy import http
 
+from .events import recovery_summary
 from .failopen import fail_open
 
 # flow.metadata[META] is a plain dict (flow files must be able to serialise it).
@@ -30,6 +31,22 @@ def flow_meta(flow: http.HTTPFlow) -> dict[str, Any] | None:
             fail_open(flow.id, "request", None, e)
             return None
     return meta
+
+
+def recovered_of(flow: http.HTTPFlow) -> str | None:
+    """What the proxy did to let the flow's request go on without reasoning it could not put back (hooks/retry.py,
+    `llm_recover`), for a person; None if nothing."""
+    meta = flow.metadata.get(META)
+    entry = meta.get("recovered") if isinstance(meta, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    removed = entry.get("removed")
+    return recovery_summary(
+        str(entry.get("how")),
+        str(entry.get("rule")),
+        [str(place) for place in removed] if isinstance(removed, list) else [],
+        entry.get("first_status") if isinstance(entry.get("first_status"), int) else None,
+    )
 
 
 def complete_meta(meta: dict[str, Any]) -> None:

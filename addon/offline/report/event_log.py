@@ -12,14 +12,20 @@ from pydantic import ValidationError
 from ...diagnosis.rules import Diagnosis
 from ...dialects.base import Kind
 from ...shared import jsoncodec
-from ...shared.events import Captured, Diagnosed, FieldSummary, Repaired, Skipped
+from ...shared.events import Captured, Diagnosed, FieldSummary, Recovered, Repaired, Skipped
 from ...shared.limits import MAX_LOG_LINE_BYTES
 from ...wire.conversation import Answer, Message, Part
 from .turns import Timings, Turn
 
 # The longest line the proxy writes (events.fit_line), with room for a line break.
 MAX_LINE_BYTES = MAX_LOG_LINE_BYTES + 1
-_KINDS = {"captured": Captured, "repaired": Repaired, "diagnosed": Diagnosed, "skipped": Skipped}
+_KINDS = {
+    "captured": Captured,
+    "repaired": Repaired,
+    "diagnosed": Diagnosed,
+    "skipped": Skipped,
+    "recovered": Recovered,
+}
 
 
 def is_event_log(path: Path) -> bool:
@@ -138,5 +144,8 @@ def _apply(turn: Turn, event: Any) -> None:
         )
         turn.culprit = event.location
         turn.findings = list(event.findings) + [event.advice]
+    elif isinstance(event, Recovered):
+        turn.recovered = event.summary()
+        turn.status = event.status or turn.status
     elif isinstance(event, Skipped):
         turn.notes.append(f"skipped: {event.reason}")

@@ -197,6 +197,7 @@
     if (t.remaining.length) repairs.push(el("p", { text: "Still broken after repair:" }),
       el("ul", { class: "plain" }, t.remaining.map((v) => el("li", { text: v }))));
     if (t.unreadable) repairs.push(el("p", { text: "Not checked: " + t.unreadable }));
+    if (t.recov) repairs.push(el("p", { text: "Recovered: " + t.recov }));
     if (repairs.length) body.append(el("h3", { text: "Repairs" }), ...repairs);
     if (t.since) {
       body.append(el("h3", { text: "Since the previous turn of this conversation" }),
@@ -239,6 +240,7 @@
     badges.push(el("span", { class: "badge " + (t.fail ? "err" : t.st ? "ok" : ""), text: t.st ? String(t.st) : "no answer" }));
     if (t.model) badges.push(el("span", { class: "badge model", text: t.model }));
     if (t.rep) badges.push(el("span", { class: "badge rep", text: t.live ? "repaired" : "would repair" }));
+    if (t.recov) badges.push(el("span", { class: "badge rep", text: "recovered", title: t.recov }));
     if (t.diag) badges.push(el("span", { class: "badge err", text: t.diag.rule }));
     if (t.since && t.since.dropped) badges.push(el("span", { class: "badge err", text: "client dropped " + t.since.dropped }));
     badges.push(el("span", { class: "muted", text: fmt(t.sent.length) + " msgs" }));

@@ -193,6 +193,7 @@ class ReportData:
             },
             "curl": {"h": [[n, self._text(v)] for n, v in turn.headers], "b": self.request_items(turn)},
             "comment": self._text(turn.comment),
+            "recov": self._text(turn.recovered),
             "notes": [self._text(note) for note in turn.notes],
             "settings": redact_json(turn.sent.settings) if turn.sent else {},
             "tools": [self._text(name) for name in turn.sent.tools] if turn.sent else [],

@@ -62,6 +62,7 @@ class Turn:
     headers: list[tuple[str, str]] = field(default_factory=list)  # for copy-as-cURL: credentials as placeholders
     body: Any = None  # the document the proxy sent, for copy-as-cURL (redacted later, with the rest of the report)
     comment: str = ""
+    recovered: str | None = None  # what the proxy did to let it go on without reasoning (llm_recover)
     since: Changes | None = None  # against the previous turn of its conversation (filled by grouping)
     conversation: int = 0
     notes: list[str] = field(default_factory=list)
@@ -159,6 +160,7 @@ def turn_of(checked: CheckedExchange, memo: MessageMemo | None = None) -> Turn:
         headers=curl_headers(flow.request),
         body=sent_doc,
         comment=flow.comment or "",
+        recovered=check.recovered,
         notes=notes,
     )
 
