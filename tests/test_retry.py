@@ -19,7 +19,7 @@ from mitmproxy.test import tflow
         ("invalid", "messages[3]", [3]),
         ("foreign", "input[12]", [12]),
         ("not_found", None, None),  # a refused value the error names no place of: every item's goes
-        ("missing", "messages[3]", []),  # nothing to take out: the format sends what is accepted instead
+        ("missing", "messages[3]", None),  # a rule the check did not foresee: no reasoning state at all
         ("orphaned", "input[0]", [0]),
     ],
 )

@@ -41,8 +41,7 @@ logger = masked_logger(__name__)
 
 # Never sent again: the credential, the quota or the provider itself is at fault, not the reasoning state.
 _NOT_RETRIED = frozenset({401, 403, 429})
-# Kinds of diagnosis a value the request holds is at fault for: it is taken out of the second request. For a value
-# that is missing, nothing is taken out; the format sends what the provider accepts in its place.
+# Kinds of diagnosis a value the request holds is at fault for: it is taken out of the second request.
 _REFUSED_VALUE = frozenset({"invalid", "foreign", "not_found", "duplicate", "orphaned"})
 _RETRIED_KINDS = _REFUSED_VALUE | {"missing"}
 _LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
@@ -62,9 +61,11 @@ class _Retry(ReplayHandler):
 
 def refused_places(kind: str, location: str | None) -> list[int] | None:
     """The items whose reasoning state the second request goes without (`WireFormat.recover`): the one the error
-    names, every item for a refused value it names no place of, none for a missing one."""
+    names, or every item for a refused value it names no place of. A missing value the proxy's own check did not
+    foresee (or the repair would have sent what is accepted in its place) follows a rule it does not know: the
+    request goes without any reasoning state, in the form the provider accepts for none (thinking off)."""
     if kind not in _REFUSED_VALUE:
-        return []
+        return None
     at = _LOCATION_INDEX.match(location or "")
     return [int(at.group(1))] if at else None
 
