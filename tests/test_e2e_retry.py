@@ -201,6 +201,9 @@ def test_the_flow_file_the_check_and_the_report_show_it(
     assert "the recording proxy recovered it: sent again after its 400" in checked.stdout, checked.stdout
     assert "2 LLM request(s)" in checked.stdout  # the second sending is told of on its flow, not counted again
 
+    exported = offline_cli("export", str(flows), str(state / "fixtures"))
+    assert "wrote 2 exchange(s)" in exported.stdout, exported.stdout + exported.stderr
+
     for source in (flows, state / "events.jsonl"):
         page = state / f"{source.stem}.html"
         assert offline_cli("report", str(source), "-o", str(page)).returncode == 0
