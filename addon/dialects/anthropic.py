@@ -19,6 +19,9 @@ ANTHROPIC_SIGNATURE_INVALID = "anthropic_signature_invalid"
 ANTHROPIC_REDACTED_DATA_INVALID = "anthropic_redacted_data_invalid"
 ANTHROPIC_THINKING_MODIFIED = "anthropic_thinking_modified"
 CONTENT_EMPTY = "content_empty"
+# The `anthropic-beta` value that asks for redacted thinking: thinking blocks then come with an empty text and their
+# signature, and go back so.
+REDACT_THINKING_BETA = "redact-thinking-2026-02-12"
 
 # Where a text starts when it names the block: "messages.1.content.0" (the group is closed by each rule).
 _AT = r"(?:messages\.(?P<index>\d+)\.content\.(?P<block>\d+)"
@@ -79,7 +82,7 @@ RULES: tuple[Rule, ...] = (
         "signature",
         "field required",
         rx(_AT, r")\.thinking\.signature:\s*Field\s+required"),
-        "a thinking block was sent back without its signature",
+        "a thinking block was sent back without its signature (stored without it, or dropped on a model switch)",
     ),
     # Claude Fable 5.1 and later bind a thinking block to the prefix it was created under (the preserved-thinking
     # docs, "fix bound to a different conversation"; the text as https://github.com/anomalyco/opencode/issues/48637
@@ -159,6 +162,12 @@ RULES: tuple[Rule, ...] = (
             r"\s+blocks\s+in\s+the\s+latest\s+assistant\s+message\s+cannot\s+be\s+modified",
         ),
         "the thinking blocks of the latest assistant message differ from the ones in the original response",
+        advice=(
+            "send each thinking block back exactly as the response gave it; a client that stores the thinking text "
+            "emptied and the signature kept breaks this: the proxy puts the text back when the response came "
+            "through it, or ask for redacted thinking (anthropic-beta: " + REDACT_THINKING_BETA + "), under which an "
+            "empty text is what goes back"
+        ),
     ),
     # https://github.com/anthropics/claude-code/issues/13460
     Rule(

@@ -11,7 +11,7 @@ from mitmproxy import http
 
 from ..answer.provenance import Origin, foreign_lookup
 from ..cache import ReasoningStore
-from ..shared.headers import pretty_host
+from ..shared.headers import listed_values, pretty_host
 from ..shared.records import RepairAction
 from ..shared.scope import Scope
 from ..wire import CacheView, RepairContext, WireFormat
@@ -71,7 +71,10 @@ def plan_repair(
     that is all it does (a body parsed only for that, which `may_need_repair` said needs nothing). `named_account`:
     the caller's credential names its account (`provenance.Origin.named`)."""
     scope_name = str(scope)
-    context = RepairContext(path=request.path, model=model, host=pretty_host(request), placeholder=placeholder)
+    betas = listed_values(request.headers, b"anthropic-beta")
+    context = RepairContext(
+        path=request.path, model=model, host=pretty_host(request), placeholder=placeholder, betas=betas
+    )
     removed: list[RepairAction] = []
     kept: list[tuple[int, str]] = []
     if remove_foreign:

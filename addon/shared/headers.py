@@ -27,6 +27,13 @@ def header_values(headers: http.Headers, name: bytes) -> list[str]:
     return [raw.decode("utf-8", "surrogateescape") for key, raw in headers.fields if key.lower() == name]
 
 
+def listed_values(headers: http.Headers, name: bytes) -> frozenset[str]:
+    """The comma-separated values of header `name` (lower case), over all its fields: `anthropic-beta: a,b`."""
+    return frozenset(
+        value.strip() for field in header_values(headers, name) for value in field.split(",") if value.strip()
+    )
+
+
 def has_header(headers: http.Headers, name: bytes) -> bool:
     """`name in headers`, for `name` in lower case."""
     return any(key.lower() == name for key, _ in headers.fields)

@@ -135,6 +135,8 @@ class RepairContext:
     host: str = ""
     # Gemini: the llm_signature_placeholder setting ("auto", "off" or a value to send).
     placeholder: str = "off"
+    # The betas the request asks for in its `anthropic-beta` header (Anthropic Messages: redacted thinking).
+    betas: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,5 +1,6 @@
 """Giving cached reasoning blocks back to assistant messages made of content blocks, as Anthropic Messages and
-Bedrock Converse both hold them: which messages may take them, which blocks a record gives, and where they go.
+Bedrock Converse both hold them: which messages may take them, which blocks a record gives, and where they go; and
+putting back, as issued, the blocks a client sent back mangled (its text emptied, its signature dropped).
 
 Each format says how its blocks read (`BlockForm`); the walk is the same for both.
 """
@@ -27,6 +28,11 @@ class BlockForm:
     named: Callable[[list[dict[str, Any]]], list[str]]  # what an insertion lists, for people
     blocks_field: str  # the record field that holds a turn's reasoning blocks, in order
     layout_field: str  # the record field that holds the kinds of all its blocks, where they interleaved
+    # The object of a reasoning block that holds its text and its `signature` (Anthropic's thinking block itself,
+    # Converse's reasoningText); None for a block without (a redacted one).
+    signed_part: Callable[[Any], dict[str, Any] | None]
+    text_key: str  # the key of that object's text
+    part_path: str  # where that object sits in its block, for people ("" or "reasoningContent.reasoningText.")
 
 
 def repair_targets(messages: list[Any], form: BlockForm, first: int, last: int | None) -> list[int]:
@@ -99,3 +105,118 @@ def _restore(content: list[Any], blocks: list[dict[str, Any]], layout: Any, form
             return next(i for i, kind in enumerate(layout) if kind not in reasoning)
     content[0:0] = blocks
     return len(blocks)
+
+
+# Reasoning blocks a client sent back mangled --------------------------------------------------------------------------
+#
+# Two client bugs, both refused by Claude whoever serves it (Anthropic, Vertex AI, Bedrock, Copilot):
+#
+# - the thinking text emptied, the signature kept: "`thinking` or `redacted_thinking` blocks in the latest assistant
+#   message cannot be modified. These blocks must remain as they were in the original response." The extended-thinking
+#   docs (https://docs.claude.com/en/docs/build-with-claude/extended-thinking) and the preserved-thinking docs
+#   (https://platform.claude.com/docs/en/build-with-claude/preserved-thinking) ask for every block back exactly as
+#   the API returned it. The signature names the block, so the one issued with it is put back. An empty text is no
+#   evidence by itself: Claude 5 models return empty thinking unless the request sets `thinking.display:
+#   "summarized"` (https://github.com/stdapi-ai/stdapi.ai/issues/285), and then the captured text is empty too and
+#   nothing changes. A request that asked for redacted thinking (`keep_empty`) sends empty texts by design.
+# - the block saved without its signature, or with an empty one, and the session resumed: "messages.369.content.0.
+#   thinking.signature: Field required" (Bedrock, https://github.com/can1357/oh-my-pi/pull/10486; Anthropic after a
+#   model switch, https://github.com/anomalyco/opencode/issues/25005). AWS binds the signature to the block and
+#   everything before it, so only the block as issued passes
+#   (https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-thinking-block-binding.html). The turn is found by its tool calls, as `give_back` finds it, and its blocks
+#   are matched to the client's in order.
+
+
+def unsigned(part: dict[str, Any]) -> bool:
+    """Whether a reasoning block's text-and-signature object lacks a signature (absent, empty, not a string)."""
+    signature = part.get("signature")
+    return not isinstance(signature, str) or not signature
+
+
+def emptied(part: dict[str, Any], form: BlockForm) -> bool:
+    """Whether a signed reasoning block's text is empty or gone."""
+    return not unsigned(part) and part.get(form.text_key) in ("", None)
+
+
+def mangled(block: Any, form: BlockForm, *, keep_empty: bool) -> bool:
+    """Whether a reasoning block may have been sent back otherwise than issued: unsigned, or (unless the request
+    asked for empty texts, `keep_empty`) signed with its text empty. Only the capture can tell."""
+    part = form.signed_part(block)
+    return part is not None and (unsigned(part) or (not keep_empty and emptied(part, form)))
+
+
+def mangled_targets(messages: list[Any], form: BlockForm, *, keep_empty: bool = False) -> list[int]:
+    """The assistant messages, of any turn, that hold tool calls (what finds their capture) and a reasoning block
+    that may have been mangled."""
+    return [
+        index
+        for index, message in enumerate(messages)
+        if (content := assistant_blocks(message))
+        and form.tool_uses(content)
+        and any(mangled(block, form, keep_empty=keep_empty) for block in content)
+    ]
+
+
+def put_back_issued(
+    messages: list[Any], targets: list[int], cache: CacheView, form: BlockForm, *, keep_empty: bool
+) -> list[RepairAction]:
+    """Puts back, in each target, the reasoning blocks as the capture of its tool calls holds them where the client
+    sent them mangled: one with its text emptied by the block its signature names, one without a signature by the
+    block issued in its place (the client's reasoning blocks matched to the issued ones in order, when they are as
+    many and of the same kinds)."""
+    actions = []
+    for index in targets:
+        content = messages[index]["content"]
+        hit = _first_hit(content, cache, form)
+        issued = _cached_blocks(hit.record, form, ()) if hit is not None else []
+        for position, fields in _mend(content, issued, form, keep_empty):
+            actions.append(
+                RepairAction(
+                    kind="restored",
+                    location=f"messages[{index}].content[{position}]",
+                    index=index,
+                    fields=[form.part_path + name for name in fields],
+                    tool_call_id=hit.call.id if hit is not None else None,
+                    response_id=hit.record.response_id if hit is not None else None,
+                    via=hit.via if hit is not None else None,
+                )
+            )
+    return actions
+
+
+def _mend(
+    content: list[Any], issued: list[dict[str, Any]], form: BlockForm, keep_empty: bool
+) -> list[tuple[int, list[str]]]:
+    """Replaces the mangled reasoning blocks of `content` with the `issued` ones they stand for; returns the position
+    of each and the names of the fields that differed."""
+    sent = [(position, block) for position, block in enumerate(content) if form.is_reasoning(block)]
+    by_signature = {}
+    for block in issued:
+        part = form.signed_part(block)
+        if part is not None and not unsigned(part):
+            by_signature.setdefault(part["signature"], block)
+    in_order = len(sent) == len(issued) and all(
+        form.kind(block) == form.kind(original)
+        and (form.signed_part(block) is None) == (form.signed_part(original) is None)
+        for (_, block), original in zip(sent, issued)
+    )
+    mended = []
+    for number, (position, block) in enumerate(sent):
+        part = form.signed_part(block)
+        if part is None:
+            continue
+        if unsigned(part):
+            original = issued[number] if in_order else None
+        elif not keep_empty and emptied(part, form):
+            original = by_signature.get(part["signature"])
+        else:
+            continue
+        original_part = form.signed_part(original) if original is not None else None
+        if original_part is None or unsigned(original_part):
+            continue  # nothing issued stands for it (a provider that streams no signature: DeepSeek's)
+        fields = [name for name in (form.text_key, "signature") if part.get(name) != original_part.get(name)]
+        if not fields:
+            continue  # sent as captured (Claude 5's empty thinking)
+        content[position] = copy.deepcopy(original)
+        mended.append((position, fields))
+    return mended

@@ -3,7 +3,9 @@
 `MessagesFake` is the format: it answers as the real API does with thinking on (a tool turn is a `thinking` block
 (text + `signature`), optionally a `text` block (`x-fake-content`), then `x-fake-parallel` `tool_use` blocks; after
 the tool results (`x-fake-steps` tool turns) comes a final text answer; `x-fake-redacted: 1` gives a
-`redacted_thinking` block instead of the thinking block, `x-fake-redacted: both` gives one after it), and streams it
+`redacted_thinking` block instead of the thinking block, `x-fake-redacted: both` gives one after it;
+`x-fake-display: omitted` gives the thinking block an empty text, as Claude 5 models answer unless asked for
+`thinking.display: "summarized"` (stdapi-ai/stdapi.ai #285)), and streams it
 with the real event sequence (`message_start`, `content_block_start`/`_delta`/`_stop` with `thinking_delta`, a
 `signature_delta` just before the block's stop, `input_json_delta`, `message_delta`, `message_stop`). It keeps what
 it issued: the thinking blocks by tool_use id, the signatures, the redacted data, the model of each.
@@ -23,6 +25,13 @@ texts:
   a thinking block;
 * a final assistant message whose thinking blocks are not the ones issued with
   its `tool_use` ids, in order;
+* a thinking block without a `signature` key, in any message, before anything else (the request's schema):
+  "messages.N.content.M.thinking.signature: Field required" (anomalyco/opencode #25005; Bedrock's copy,
+  can1357/oh-my-pi PR #10486); an empty signature is one not issued ("Invalid `signature` in `thinking` block");
+* a thinking block of the latest assistant message sent back with its text emptied and its issued signature kept:
+  the "cannot be modified" text (PROTOCOLS: anthropics/claude-code #25361), unless the request's `anthropic-beta`
+  header (Bedrock: the body's `anthropic_beta` list) names `redact-thinking-2026-02-12`, under which an empty text
+  with its signature is what goes back; emptied in an earlier message, its signature is not the one issued for it;
 * for a `claude-fable-5…` model or with `x-fake-binding: 1` (see `Binding`): a
   thinking block sent back under another system prompt, other tools or other
   earlier messages than the request that produced it had.
@@ -84,6 +93,10 @@ MODIFIED = (
     "messages.{index}.content.{block}: `thinking` or `redacted_thinking` blocks in the latest assistant message "
     "cannot be modified. These blocks must remain as they were in the original response."
 )
+# A thinking block without its signature, as https://github.com/anomalyco/opencode/issues/25005 quotes it.
+SIGNATURE_REQUIRED = "messages.{index}.content.{block}.thinking.signature: Field required"
+# The beta under which thinking comes back redacted: an empty text with its signature is then the block as issued.
+REDACT_THINKING_BETA = "redact-thinking-2026-02-12"
 # anthropics/claude-code issue #56708 (an API error quoted verbatim).
 INVALID_DATA = "messages.{index}.content.{block}: Invalid `data` in `redacted_thinking` block"
 FINAL_ANSWER = "The directory holds two files."
@@ -158,6 +171,29 @@ def _loop_start(messages: list[Any]) -> int:
             start = end
         index = end
     return start
+
+
+def betas(header: str | None, listed: Any = None) -> frozenset[str]:
+    """The betas a request asks for: the comma-separated `anthropic-beta` header, and a body's `anthropic_beta`
+    list (Bedrock)."""
+    named = {beta.strip() for beta in (header or "").split(",") if beta.strip()}
+    return frozenset(named | {beta for beta in listed or () if isinstance(beta, str)})
+
+
+def _unsigned_block(messages: list[Any]) -> str | None:
+    """The schema's error for the first thinking block without a `signature` key, in any message."""
+    for index, message in enumerate(messages):
+        for position, block in enumerate(_blocks(message)):
+            if isinstance(block, dict) and block.get("type") == "thinking" and "signature" not in block:
+                return SIGNATURE_REQUIRED.format(index=index, block=position)
+    return None
+
+
+def _as_issued(block: Any, issued: dict, asked: frozenset[str]) -> bool:
+    """Whether a block sent back is the one issued: the same, or, under redacted thinking, its text emptied."""
+    return block == issued or (
+        REDACT_THINKING_BETA in asked and issued["type"] == "thinking" and block == {**issued, "thinking": ""}
+    )
 
 
 def _random_id(prefix: str) -> str:
@@ -239,17 +275,22 @@ class Anthropic:
         return doc, None
 
     def refusal(self, fake: MessagesFake, doc: dict, recorded: Recorded) -> Reply | None:
-        problem = self.problem(fake, doc) or fake.binding.check(doc, recorded)
+        asked = betas(recorded.headers.get("anthropic-beta"))
+        problem = self.problem(fake, doc, asked) or fake.binding.check(doc, recorded)
         return None if problem is None else self.error(400, problem)
 
     def error(self, status: int, message: str) -> Reply:
         return error(message)
 
-    def problem(self, fake: MessagesFake, doc: dict) -> str | None:
-        """What Claude refuses in a request, in its words; None if nothing."""
+    def problem(self, fake: MessagesFake, doc: dict, asked: frozenset[str] = frozenset()) -> str | None:
+        """What Claude refuses in a request, in its words; None if nothing. `asked`: the request's betas."""
         messages = doc.get("messages")
-        if not thinking_enabled(doc) or not isinstance(messages, list):
+        if not isinstance(messages, list):
             return None
+        unsigned = _unsigned_block(messages)
+        if unsigned is not None or not thinking_enabled(doc):
+            return unsigned
+        last = max((i for i, m in enumerate(messages) if _is_role(m, "assistant")), default=None)
         for index, message in enumerate(messages):
             if not _is_role(message, "assistant"):
                 continue
@@ -258,7 +299,13 @@ class Anthropic:
                     continue
                 if block.get("type") == "thinking":
                     signature = block.get("signature")
-                    if signature not in fake.signatures or fake.signatures[signature] != block.get("thinking"):
+                    issued_text = fake.signatures.get(signature) if isinstance(signature, str) else None
+                    if issued_text and block.get("thinking") == "":  # emptied, its signature kept
+                        if REDACT_THINKING_BETA in asked:
+                            issued_text = ""
+                        elif index == last:
+                            return MODIFIED.format(index=index, block=position)
+                    if issued_text is None or issued_text != block.get("thinking"):
                         return INVALID_SIGNATURE.format(index=index, block=position)
                     if fake.models.get(signature) != doc.get("model"):  # a block another model signed
                         return INVALID_SIGNATURE.format(index=index, block=position)
@@ -266,7 +313,6 @@ class Anthropic:
                     block.get("data") not in fake.redacted or fake.models.get(block.get("data")) != doc.get("model")
                 ):
                     return INVALID_DATA.format(index=index, block=position)
-        last = max((i for i, m in enumerate(messages) if _is_role(m, "assistant")), default=None)
         if last is None or not _tool_uses(messages[last]):
             return None
         content = _blocks(messages[last])
@@ -282,7 +328,7 @@ class Anthropic:
             if isinstance(b, dict) and b.get("type") in THINKING_TYPES
         ]
         for number, expected in enumerate(issued):
-            if number >= len(sent) or sent[number][1] != expected:
+            if number >= len(sent) or not _as_issued(sent[number][1], expected, asked):
                 position = sent[number][0] if number < len(sent) else sent[-1][0] + 1
                 return MODIFIED.format(index=last, block=position)
         if len(sent) > len(issued):
@@ -411,7 +457,7 @@ class MessagesFake:
         refused = refused or self.provider.refusal(self, doc, recorded)
         if refused is not None:
             return refused
-        message = self.answer(doc, options, recorded.headers.get("x-fake-redacted"))
+        message = self.answer(doc, options, recorded.headers.get("x-fake-redacted"), omitted(recorded))
         self.binding.bind(doc, recorded, message)
         if doc.get("stream"):
             return Reply(200, events=self.stream(message, options))
@@ -421,18 +467,19 @@ class MessagesFake:
         """The SSE events that carry `message`, as the provider streams them."""
         return stream_events(message, options, signed=self.provider.signs_in_stream, pings=self.provider.pings)
 
-    def validate(self, doc: dict) -> str | None:
-        """What the provider's model refuses in a request, in its words (Claude's, as Bedrock hands it on)."""
-        return self.provider.problem(self, doc)
+    def validate(self, doc: dict, asked: frozenset[str] = frozenset()) -> str | None:
+        """What the provider's model refuses in a request, in its words (Claude's, as Bedrock hands it on); `asked`:
+        the request's betas."""
+        return self.provider.problem(self, doc, asked)
 
     # answers ---------------------------------------------------------------------------------
-    def answer(self, doc: dict, options: Options, redacted: str | None = None) -> dict:
+    def answer(self, doc: dict, options: Options, redacted: str | None = None, omitted: bool = False) -> dict:
         messages = doc.get("messages") or []
         loop = messages[_loop_start(messages) :]
         done_steps = sum(1 for m in loop if _is_role(m, "assistant") and _tool_uses(m))
         message_id = self.provider.message_id()
         if messages and _is_role(messages[-1], "user") and done_steps < options.steps:
-            content = self._tool_turn(doc, options, redacted, done_steps, message_id)
+            content = self._tool_turn(doc, options, redacted, done_steps, message_id, omitted)
             stop_reason = "tool_use"
         else:
             words = [FINAL_ANSWER] + [" More."] * (options.events or 0)
@@ -453,12 +500,14 @@ class MessagesFake:
             "usage": {"input_tokens": 10, "output_tokens": 5},
         }
 
-    def _tool_turn(self, doc: dict, options: Options, redacted: str | None, step: int, message_id: str) -> list[dict]:
+    def _tool_turn(
+        self, doc: dict, options: Options, redacted: str | None, step: int, message_id: str, omitted: bool
+    ) -> list[dict]:
         name = _tool_name(doc)
         thinking: list[dict] = []
         if self.provider.thinks(doc):
             if redacted != "1":
-                text = self.provider.thinking_text(step, name, options)
+                text = "" if omitted else self.provider.thinking_text(step, name, options)
                 thinking.append(
                     {"type": "thinking", "thinking": text, "signature": self.provider.signature(message_id)}
                 )
@@ -480,6 +529,11 @@ class MessagesFake:
             for use in uses:
                 self.issued[use["id"]] = [dict(block) for block in thinking]
         return thinking + text + uses
+
+
+def omitted(recorded: Recorded) -> bool:
+    """Whether a test asked for thinking blocks with an empty text (`x-fake-display: omitted`)."""
+    return recorded.headers.get("x-fake-display") == "omitted"
 
 
 def _tool_name(doc: dict) -> str:

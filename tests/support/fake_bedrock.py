@@ -6,7 +6,10 @@ the request is handed to Claude as Anthropic messages, and Claude's rules and te
 (`fake_anthropic.MessagesFake`, its own instance): what Claude refuses comes back as Bedrock sends a model's
 error, HTTP 400 `{"message": "The model returned the following errors: <Claude's text>"}` with
 `x-amzn-ErrorType: ValidationException` (langchain-ai/langchain-aws #844, can1357/oh-my-pi PR #10486). A Converse
-`reasoningText` without its `signature` is Claude's `thinking.signature: Field required`.
+`reasoningText` without its `signature` is Claude's `thinking.signature: Field required`; one with its text emptied
+and its signature kept, in the latest assistant message, Claude's "cannot be modified" (unless Claude's betas, the
+body's `anthropic_beta` list, or Converse's `additionalModelRequestFields.anthropic_beta`, ask for
+`redact-thinking-2026-02-12`).
 
 Streams are event-stream frames (`application/vnd.amazon.eventstream`): InvokeModelWithResponseStream wraps each of
 Claude's events, base64, in the `bytes` of a `chunk` event; ConverseStream sends `messageStart`, `contentBlockDelta`
@@ -28,7 +31,7 @@ from typing import Any
 from llm_reasoning_proxy.wire.event_stream import event_frame
 
 from . import sigv4
-from .fake_anthropic import MessagesFake, stream_events
+from .fake_anthropic import MessagesFake, betas, omitted, stream_events
 from .fake_provider import Options, Recorded, Reply
 
 ROUTE = re.compile(
@@ -93,10 +96,10 @@ class BedrockDialect:
     # InvokeModel -----------------------------------------------------------------------------
     def invoke(self, doc: dict, model: str, stream: bool, recorded: Recorded, options: Options) -> Reply:
         claude_doc = {**doc, "model": model}
-        problem = self.claude.validate(claude_doc)
+        problem = self.claude.validate(claude_doc, betas(None, doc.get("anthropic_beta")))
         if problem is not None:
             return bedrock_error(400, MODEL_ERRORS + problem, VALIDATION)
-        message = self.claude.answer(claude_doc, options, recorded.headers.get("x-fake-redacted"))
+        message = self.claude.answer(claude_doc, options, recorded.headers.get("x-fake-redacted"), omitted(recorded))
         message["id"] = message["id"].replace("msg_01", "msg_bdrk_01", 1)
         if not stream:
             return Reply(200, message)
@@ -107,10 +110,11 @@ class BedrockDialect:
     # Converse --------------------------------------------------------------------------------
     def converse(self, doc: dict, model: str, stream: bool, recorded: Recorded, options: Options) -> Reply:
         claude_doc, problem = as_claude(doc, model)
-        problem = problem or self.claude.validate(claude_doc)
+        extra = doc.get("additionalModelRequestFields") or {}
+        problem = problem or self.claude.validate(claude_doc, betas(None, extra.get("anthropic_beta")))
         if problem is not None:
             return bedrock_error(400, MODEL_ERRORS + problem, VALIDATION)
-        message = self.claude.answer(claude_doc, options, recorded.headers.get("x-fake-redacted"))
+        message = self.claude.answer(claude_doc, options, recorded.headers.get("x-fake-redacted"), omitted(recorded))
         content = [converse_block(block) for block in message["content"]]
         stop = message["stop_reason"]
         if stream:

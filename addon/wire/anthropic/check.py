@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from ... import dialects
-from ...dialects.anthropic import ANTHROPIC_THINKING_EXPECTED
+from ...dialects.anthropic import ANTHROPIC_SIGNATURE_MISSING, ANTHROPIC_THINKING_EXPECTED
 from ...dialects.base import MessagesThinking
 from ...shared.records import Violation
 from ..base import RepairContext, assistant_blocks
-from .messages import is_thinking_block, last_assistant, thinking_on, tool_uses, use_parts
+from ..block_repair import unsigned
+from .messages import is_thinking_block, last_assistant, signed_part, thinking_on, tool_uses, use_parts
 
 
 def every_turn_violations(messages: list[Any], rules: MessagesThinking) -> list[Violation]:
@@ -42,13 +43,34 @@ def refused_block_violations(messages: list[Any], rules: MessagesThinking) -> li
     ]
 
 
+def unsigned_violations(messages: list[Any]) -> list[Violation]:
+    """Each thinking block without its signature, which Claude refuses wherever it is ("messages.369.content.0.
+    thinking.signature: Field required": https://github.com/can1357/oh-my-pi/pull/10486,
+    https://github.com/anomalyco/opencode/issues/25005)."""
+    return [
+        Violation(
+            rule=ANTHROPIC_SIGNATURE_MISSING,
+            location=f"messages[{index}].content[{position}]",
+            message="thinking block without its signature (Claude takes no unsigned thinking)",
+            tool_call_id=next((use_parts(use)[0] for use in tool_uses(content)), None),
+        )
+        for index, message in enumerate(messages)
+        if (content := assistant_blocks(message))
+        for position, block in enumerate(content)
+        if (part := signed_part(block)) is not None and unsigned(part)
+    ]
+
+
 def check_messages(doc: Any, messages: list[Any], context: RepairContext) -> list[Violation]:
-    """Blocks the provider cannot read; with thinking on, the assistant messages whose thinking is missing: the last
-    one when it holds tool use and does not start with thinking, or every one where the provider wants each back."""
+    """Blocks the provider cannot read; with thinking on, Claude's thinking blocks without a signature, and the
+    assistant messages whose thinking is missing: the last one when it holds tool use and does not start with
+    thinking, or every one where the provider wants each back."""
     rules = dialects.messages_thinking(context.model or "", context.host, context.path)
     violations = refused_block_violations(messages, rules) if rules is not None else []
     if not thinking_on(doc, rules):
         return violations
+    if rules is None:  # Claude's (a provider with rules of its own, DeepSeek, streams no signature)
+        violations += unsigned_violations(messages)
     if rules is not None and rules.every_turn:
         return violations + every_turn_violations(messages, rules)
     last = last_assistant(messages)

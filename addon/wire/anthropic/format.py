@@ -39,11 +39,12 @@ from ..base import (
     call_lookup_keys,
     item_at,
 )
+from ..block_repair import mangled_targets
 from .check import check_messages
 from .foreign import remove_foreign_thinking
 from .messages import has_tool_result, thinking_on, tool_uses, use_parts
 from .reader import NAME, TEXT_FIELDS, AnthropicReader
-from .repair import repair_messages, repair_targets
+from .repair import BLOCKS, repair_messages, repair_targets
 
 # Amazon Bedrock's InvokeModel routes take the Messages body without `model` (the path names it) and with
 # `"anthropic_version": "bedrock-2023-05-31"`; InvokeModelWithResponseStream sends the stream's events inside AWS
@@ -127,9 +128,12 @@ class AnthropicMessages(Routed):
         rules = dialects.messages_thinking(model or "")
         if not thinking_on(doc, rules) or not isinstance(messages, list):
             return []
+        targets = repair_targets(messages, every_turn=rules is not None and rules.every_turn)
+        # Messages whose thinking may be mangled, whatever the request asked: their capture tells.
+        targets += mangled_targets(messages, BLOCKS)
         return [
             key
-            for index in repair_targets(messages, every_turn=rules is not None and rules.every_turn)
+            for index in targets
             for block in tool_uses(messages[index]["content"])
             for key in call_lookup_keys(model, *use_parts(block))
         ]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...dialects.anthropic import REDACT_THINKING_BETA
 from ...dialects.base import MessagesThinking
-from ..base import assistant_blocks, user_turn_start
+from ..base import RepairContext, assistant_blocks, user_turn_start
 from .stream import THINKING_TYPES
 
 
@@ -28,6 +29,21 @@ def thinking_on(doc: Any, rules: MessagesThinking | None) -> bool:
 
 def is_thinking_block(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") in THINKING_TYPES
+
+
+def signed_part(block: Any) -> dict[str, Any] | None:
+    """A thinking block, which holds its text and its signature (a redacted_thinking block has neither)."""
+    return block if isinstance(block, dict) and block.get("type") == "thinking" else None
+
+
+def redacted_display(doc: Any, context: RepairContext) -> bool:
+    """Whether a request asked for Anthropic's redacted thinking, under which a thinking block comes back with an
+    empty text and its signature: the `anthropic-beta` header, or on Bedrock's InvokeModel the body's
+    `anthropic_beta` list, names the beta."""
+    if REDACT_THINKING_BETA in context.betas:
+        return True
+    betas = doc.get("anthropic_beta") if isinstance(doc, dict) else None
+    return isinstance(betas, list) and REDACT_THINKING_BETA in betas
 
 
 def tool_uses(content: list[Any]) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 """A Messages request put right from the cache: thinking blocks the client dropped put back, where they were, into
-the assistant messages of the current tool loop; blocks of a type the provider cannot read taken out."""
+the assistant messages of the current tool loop; thinking blocks it sent back mangled (text emptied, signature
+dropped) put back as issued, in any turn; blocks of a type the provider cannot read taken out."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from ...shared.records import RepairAction
 from .. import block_repair
 from ..base import CacheView, RepairContext, assistant_blocks
 from ..block_repair import BlockForm
-from .messages import current_turn_start, is_thinking_block, last_assistant, thinking_on, tool_uses, use_parts
+from .messages import (
+    current_turn_start,
+    is_thinking_block,
+    last_assistant,
+    redacted_display,
+    signed_part,
+    thinking_on,
+    tool_uses,
+    use_parts,
+)
 from .reader import BLOCKS_FIELD, LAYOUT_FIELD
 from .stream import THINKING_TYPES
 
@@ -25,6 +35,9 @@ BLOCKS = BlockForm(
     named=lambda blocks: [block["type"] for block in blocks],
     blocks_field=BLOCKS_FIELD,
     layout_field=LAYOUT_FIELD,
+    signed_part=signed_part,
+    text_key="thinking",
+    part_path="",
 )
 
 
@@ -76,4 +89,7 @@ def repair_messages(doc: Any, messages: list[Any], cache: CacheView, context: Re
         return actions
     refused = rules.refused_blocks if rules is not None else frozenset()
     targets = repair_targets(messages, every_turn=rules is not None and rules.every_turn)
-    return actions + block_repair.give_back(messages, targets, cache, BLOCKS, refused)
+    actions += block_repair.give_back(messages, targets, cache, BLOCKS, refused)
+    keep_empty = redacted_display(doc, context)
+    mangled = block_repair.mangled_targets(messages, BLOCKS, keep_empty=keep_empty)
+    return actions + block_repair.put_back_issued(messages, mangled, cache, BLOCKS, keep_empty=keep_empty)

@@ -35,11 +35,12 @@ from ...dialects.bedrock import CONVERSE, CONVERSE_STREAM, bedrock_route
 from ...shared import jsoncodec
 from ...shared.records import RepairAction, Violation
 from ..base import CacheView, ForeignLookup, RepairContext, Routed, assistant_blocks, call_lookup_keys, item_at
+from ..block_repair import mangled_targets
 from .check import check_messages
 from .foreign import remove_foreign_reasoning
 from .messages import thinking_enabled, tool_uses, use_parts
 from .reader import NAME, TEXT_FIELD, ConverseReader
-from .repair import repair_messages, repair_targets
+from .repair import BLOCKS, repair_messages, repair_targets
 from .stream import REASONING
 
 
@@ -73,9 +74,11 @@ class BedrockConverse(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not thinking_enabled(doc) or not isinstance(messages, list):
             return []
+        # With the messages whose reasoning may be mangled, whatever the request asked: their capture tells.
+        targets = repair_targets(messages) + mangled_targets(messages, BLOCKS)
         return [
             key
-            for index in repair_targets(messages)
+            for index in targets
             for use in tool_uses(messages[index]["content"])
             for key in call_lookup_keys(model, *use_parts(use))
         ]
@@ -84,7 +87,7 @@ class BedrockConverse(Routed):
         messages = doc.get("messages") if isinstance(doc, dict) else None
         if not thinking_enabled(doc) or not isinstance(messages, list):
             return []
-        return repair_messages(messages, cache)
+        return repair_messages(doc, messages, cache, context)
 
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None

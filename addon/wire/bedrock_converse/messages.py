@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..base import assistant_blocks, user_turn_start
+from ...dialects.anthropic import REDACT_THINKING_BETA
+from ..base import RepairContext, assistant_blocks, user_turn_start
 from .stream import REASONING, TOOL_USE, block_kind
 
 
@@ -23,6 +24,21 @@ def thinking_enabled(doc: Any) -> bool:
         if isinstance(setting, dict) and isinstance(setting.get("type"), str) and setting["type"] != "disabled":
             return True
     return False
+
+
+def signed_part(block: Any) -> dict[str, Any] | None:
+    """A reasoning block's `reasoningText`, which holds its text and its signature (a `redactedContent` has neither)."""
+    reasoning = block.get(REASONING) if isinstance(block, dict) else None
+    text = reasoning.get("reasoningText") if isinstance(reasoning, dict) else None
+    return text if isinstance(text, dict) else None
+
+
+def redacted_display(doc: Any, context: RepairContext) -> bool:
+    """Whether a request asked Claude for redacted thinking (empty reasoning texts, signed): Converse passes Claude's
+    betas in `additionalModelRequestFields.anthropic_beta`."""
+    extra = doc.get("additionalModelRequestFields") if isinstance(doc, dict) else None
+    betas = extra.get("anthropic_beta") if isinstance(extra, dict) else None
+    return REDACT_THINKING_BETA in context.betas or (isinstance(betas, list) and REDACT_THINKING_BETA in betas)
 
 
 def tool_uses(content: list[Any]) -> list[dict[str, Any]]:
