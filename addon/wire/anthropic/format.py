@@ -31,9 +31,11 @@ from ...shared.records import RepairAction, Violation
 from ..base import (
     CacheView,
     ForeignLookup,
+    RecordReader,
     RepairContext,
     ResumeRules,
     Routed,
+    SentValue,
     assistant_blocks,
     body_model,
     call_lookup_keys,
@@ -151,6 +153,9 @@ class AnthropicMessages(Routed):
 
     def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        return []  # its texts name the block they refuse: not judged
 
 
 __all__ = ["NAME", "AnthropicMessages", "AnthropicReader"]
