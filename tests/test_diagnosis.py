@@ -116,6 +116,7 @@ def expect(
     function: str | None = None,
     wrapped_by: str | None = None,
     cause: str | None = None,
+    quoted_ends: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     return {
         "rule": rule,
@@ -129,6 +130,7 @@ def expect(
         "function": function,
         "wrapped_by": wrapped_by,
         "cause": cause,
+        "quoted_ends": quoted_ends,
     }
 
 
@@ -490,7 +492,13 @@ REFERENCE_2026_CASES = [
         '{"error":{"message":"The encrypted content gAAA...DQ== could not be verified.","type":"invalid_request_error",'
         '"param":null,"code":"invalid_encrypted_content"}}',
         "The encrypted content gAAA...DQ== could not be verified.",
-        expect("responses_encrypted_content_invalid", "openai", "invalid", "encrypted_content"),
+        expect(
+            "responses_encrypted_content_invalid",
+            "openai",
+            "invalid",
+            "encrypted_content",
+            quoted_ends=("gAAA", "DQ=="),
+        ),
         id="openai-unverified",
     ),
     pytest.param(
@@ -1002,7 +1010,13 @@ VARIANT_CASES = [
             param=None,
             code="invalid_encrypted_content",
         ),
-        expect("responses_encrypted_content_invalid", "openai", "invalid", "encrypted_content"),
+        expect(
+            "responses_encrypted_content_invalid",
+            "openai",
+            "invalid",
+            "encrypted_content",
+            quoted_ends=("gAAA", "DQ=="),
+        ),
         id="encrypted-content-reason",
     ),
     # "Corrupted thought signature." behind a gateway's upstreamResponse (anomalyco/opencode #4832)
@@ -1540,7 +1554,13 @@ def test_fake_gemini_text_no_rule_knows_is_unknown_with_its_text():
                 param=None,
                 code="invalid_encrypted_content",
             ),
-            expect("responses_encrypted_content_invalid", "openai", "invalid", "encrypted_content"),
+            expect(
+                "responses_encrypted_content_invalid",
+                "openai",
+                "invalid",
+                "encrypted_content",
+                quoted_ends=("gAAA", "DQ=="),
+            ),
             id="unverified",
         ),
         pytest.param(

@@ -50,8 +50,10 @@ from ...shared.records import ReasoningRecord, RepairAction, ToolCallRef, Violat
 from ..base import (
     CacheView,
     ForeignLookup,
+    RecordReader,
     RepairContext,
     Routed,
+    SentValue,
     body_model,
     call_lookup_keys,
     event_documents,
@@ -229,6 +231,31 @@ class Turns(Routed):
 
     def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        keys = self.lookup_keys(doc, model)
+        cache = CacheView(records(keys) if keys else {}, model)
+        found = []
+        for index, turn in enumerate(_turns(doc)):
+            for call in model_calls(turn):
+                if not isinstance(call.get(SIGNATURE), str):
+                    continue
+                call_id, name, args = call_parts(call)
+                hit = cache.call(call_id, name, args)
+                captured = hit.call.fields.get(SIGNATURE) if hit is not None else None
+                found.append(
+                    SentValue(
+                        index=index,
+                        location=f"turns[{index}]",
+                        label=f"call {name}",
+                        value=call[SIGNATURE],
+                        captured=captured if isinstance(captured, str) else None,
+                        item_ids=(call_id,) if call_id else (),
+                        call_id=call_id,
+                        function=name,
+                    )
+                )
+        return found
 '''
 TURNS_TRANSCRIPT = '''"""Turns, a made-up wire format, as people read it."""
 

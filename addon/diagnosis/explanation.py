@@ -5,7 +5,10 @@ of the request, the plan of what the repair did, a read-only view of the cache, 
 at once: the rule broken, the message or part the error points at and the tool call there (an error that names no
 place, Copilot's bare "invalid request body", is located by the wire format's own checks of the request as sent),
 whether the cache held what was missing, whether the proxy had repaired the request (or, with repair off, what it
-would have done), and what the user can do. When the provider refuses a value the proxy itself inserted (a signature
+would have done), and what the user can do. An error that refuses a signed or encrypted value the request sent back
+is judged against what the proxy captured for that place: the value the text names (by item id, or by the ends of the
+value it quotes), or else the one that differs from its capture, and whether the client sent it as issued, altered
+it, or sent something the proxy never saw. When the provider refuses a value the proxy itself inserted (a signature
 or reasoning item that came back corrupted, say), the result names the cache entries it came from, for the hook to
 forget, so one bad value does not break every later turn.
 
@@ -29,8 +32,8 @@ from ..shared.records import ReasoningRecord, RepairAction, Violation, display_c
 from ..shared.redact import masked_logger
 from ..shared.settings import Settings
 from ..wire import CacheView, RepairContext, WireFormat
-from ..wire.base import ForeignLookup, call_lookup_keys, usable_keys
-from .matching import GENERIC_RULES, PLACEHOLDER_RULES, RULE_ADVICE, RULES, classify
+from ..wire.base import ForeignLookup, SentValue, call_lookup_keys, usable_keys
+from .matching import GENERIC_RULES, PLACEHOLDER_RULES, RULE_ADVICE, RULE_VERDICTS, RULES, Verdict, classify
 from .rules import UNKNOWN, Diagnosis, Kind
 
 logger = masked_logger(__name__)
@@ -47,6 +50,30 @@ FOREIGN_ADVICE = (
     "when it captured them (so the conversation must have gone through the proxy), otherwise start a new "
     "conversation or switch back to the model that issued them"
 )
+# What the proxy found of a refused value, held against its capture: the advice every provider shares (a rule may
+# give its own, in its provider's words).
+VERDICT_ADVICE: dict[Verdict, str] = {
+    "as_issued": (
+        "the client sent back exactly the value the provider issued (the proxy captured the same), so the provider "
+        "refused its own value: not the client's fault; retry later, and if it keeps failing leave that reasoning "
+        "out (or start a new conversation)"
+    ),
+    "altered": (
+        "the client sent a value other than the one the provider issued there (the proxy captured that one): the "
+        "client altered it (re-encoded, truncated, edited, or took it from another response); the proxy never "
+        "overwrites what the client sends: fix the client, or start a new conversation"
+    ),
+    "unseen": (
+        "the proxy never saw this value issued (its answer did not come through the proxy, or expired from the "
+        "cache), so it cannot tell whether the client altered it: start a new conversation through the proxy"
+    ),
+    "none_differs": (
+        "the proxy holds no value that differs from the one sent for its place; it never saw some of them issued "
+        "(their answers did not come through the proxy, or expired from the cache): start a new conversation "
+        "through the proxy"
+    ),
+    "not_asked": "the request never asked the provider to return this value, so no one could send it back",
+}
 # What each kind of repair fixes: the repair-off advice names only what would have fixed the error.
 _FIXED_BY = {
     "missing": (*INSERTING, "placeholder"),
@@ -86,6 +113,57 @@ class CacheReads:
     foreign: ForeignLookup  # for each value the proxy saw issued elsewhere, why it is foreign to this request
 
 
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What the proxy found of the signed or encrypted value an error refuses, held against what it captured."""
+
+    verdict: Verdict | None  # None: nothing to say of it (an item sent without its value, by a request that asked)
+    culprit: SentValue | None  # the value: where the text names it, or it alone differs from the capture
+
+    @property
+    def clients_own(self) -> bool:
+        """Whether the value refused is one the client sent of its own (altered, or never seen by the proxy), not
+        one the proxy holds: no cache entry is to blame for it."""
+        return self.culprit is not None and self.verdict in ("altered", "unseen")
+
+
+def verdict_of(value: SentValue) -> Verdict | None:
+    """What a sent value is, against the one the proxy captured for its place."""
+    if value.value is None:
+        return None if value.asked else "not_asked"
+    if value.captured is None:
+        return "unseen"
+    return "as_issued" if value.value == value.captured else "altered"
+
+
+def _named(diagnosis: Diagnosis, values: list[SentValue]) -> list[SentValue] | None:
+    """The sent values the text names: by item or call id, or by the ends of the value it quotes (the middle
+    elided); None when it names none."""
+    if diagnosis.item_ids:
+        ids = set(diagnosis.item_ids)
+        return [value for value in values if ids & set(value.item_ids)]
+    if diagnosis.quoted_ends is not None:
+        head, tail = diagnosis.quoted_ends
+        return [v for v in values if v.value is not None and v.value.startswith(head) and v.value.endswith(tail)]
+    return None
+
+
+def judge(diagnosis: Diagnosis, values: list[SentValue]) -> Judgement | None:
+    """Which sent value an error refuses and what it is: the one the text names, else the first that differs from
+    the proxy's capture; for a text that names none, where none differs, whether every value was sent as issued."""
+    named = _named(diagnosis, values)
+    candidates = [v for v in values if v.value is not None] if named is None else named
+    if not candidates:
+        return None
+    altered = next((value for value in candidates if verdict_of(value) == "altered"), None)
+    if altered is not None:
+        return Judgement("altered", altered)
+    if named is not None:
+        return Judgement(verdict_of(named[0]), named[0])
+    as_issued = all(verdict_of(value) == "as_issued" for value in candidates)
+    return Judgement("as_issued" if as_issued else "none_differs", None)
+
+
 def locate(diagnosis: Diagnosis, wire_format: WireFormat, doc: Any) -> int | None:
     """The index into the request's top-level list that the error points at."""
     items = doc.get(wire_format.items_key) if isinstance(doc, dict) else None
@@ -105,13 +183,14 @@ def advise(
     would_repair: str = "",
     kind: str | None = None,
     signed: str | None = None,
+    judged: str | None = None,
 ) -> str:
     """What the user can do about it, given what the proxy knew and did.
 
     `would_repair` describes what the proxy would have changed at the place of the error had llm_repair been on;
     `kind` is the kind of problem when it is known better than the diagnosis says (the format's own check found
     what a generic error text does not name); `signed` names what signed the request's body, which kept the proxy from
-    changing it."""
+    changing it; `judged` is the advice for what the proxy found of the refused value, held against its capture."""
     kind = kind or diagnosis.kind
     if diagnosis.rule == UNKNOWN:
         return "not a known reasoning-state error; the provider's text is logged as it was"
@@ -130,6 +209,8 @@ def advise(
             f"repair is off (llm_repair=false), and the proxy would have {would_repair}: turn repair on "
             "(--set llm_repair=true)"
         )
+    if judged:
+        return judged
     own = RULE_ADVICE.get(diagnosis.rule)  # the rule's own remedy, for the problem it names
     if own is not None and kind == diagnosis.kind:
         return own(diagnosis.cause) if callable(own) else own
@@ -218,11 +299,31 @@ class Explanation:
     would_repair: str  # what the proxy would have done there, with repair off
     signed: str | None
     foreign_note: str | None  # what the proxy knows of a refused value it saw issued elsewhere
+    judgement: Judgement | None = None  # what the refused value is, held against the proxy's capture
     healed: int = 0  # how many of the entries to forget the cache held and forgot
 
     @property
     def findings(self) -> list[str]:
         return self.as_sent + self.mended
+
+    @property
+    def culprit(self) -> SentValue | None:
+        return self.judgement.culprit if self.judgement is not None else None
+
+    @property
+    def item_ids(self) -> list[str]:
+        """The items the error names, and the one the judgement found."""
+        found = list(self.culprit.item_ids) if self.culprit is not None else []
+        return list(dict.fromkeys([*self.diagnosis.item_ids, *found]))
+
+    @property
+    def judged_advice(self) -> str | None:
+        """The advice for the verdict: the rule's own words for it, else those every provider shares."""
+        verdict = self.judgement.verdict if self.judgement is not None else None
+        if verdict is None:
+            return None
+        own = RULE_VERDICTS.get((self.diagnosis.rule, self.diagnosis.provider), {})
+        return own.get(verdict) or VERDICT_ADVICE[verdict]
 
     def forgotten(self, healed: int) -> Explanation:
         """This explanation once `healed` of the entries to forget were dropped from the cache."""
@@ -240,6 +341,7 @@ class Explanation:
             would_repair=self.would_repair,
             kind=self.problem,
             signed=self.signed,
+            judged=self.judged_advice,
         )
 
     @property
@@ -250,9 +352,9 @@ class Explanation:
             return f"llm {self.status} from {self.url}, not a known reasoning error: {diagnosis.message[:300]}"
         function = self.function if self.finding is not None else None
         named = ", ".join(self.tool_call_ids) + (f", function {function}" if function else "")
-        where = (
-            f" at {self.location}" + (f" (tool call {named})" if self.tool_call_ids else "") if self.location else ""
-        )
+        what = [self.culprit.label] if self.culprit is not None else []
+        what += [f"tool call {named}"] if self.tool_call_ids else []
+        where = f" at {self.location}" + (f" ({', '.join(what)})" if what else "") if self.location else ""
         found = f"; as sent, the request breaks {'; '.join(self.as_sent)}" if self.as_sent else ""
         found += f"; {'; '.join(self.mended)}" if self.mended else ""
         return f"llm {self.status} from {self.url}: {diagnosis.summary}{where}{found}; {self.advice}"
@@ -282,6 +384,10 @@ def explain(
     not JSON). `doc` is this explanation's own: a look at what removing foreign values would do may change it."""
     diagnosis = classify(error.status, error.body)
     index = locate(diagnosis, wire_format, doc)
+    judgement = _judgement(diagnosis, wire_format, doc, sent, cache)
+    culprit = judgement.culprit if judgement is not None else None
+    if index is None and culprit is not None:
+        index = culprit.index  # the value the text quotes, or the one that alone differs from the capture
     findings: list[Violation] = []
     mended: list[Violation] = []
     finding = None
@@ -293,6 +399,8 @@ def explain(
     # What the problem is: the rule's kind, or, for a text that names no cause, the kind of what was found.
     kind = RULES[finding.rule][0] if finding is not None and finding.rule in RULES else diagnosis.kind
     calls = wire_format.calls_at(doc, index)
+    if culprit is not None and culprit.call_id is not None:
+        calls = [call for call in calls if call[0] == culprit.call_id] or calls
     here = [a for a in plan.actions if index is None or a.index == index] if plan is not None else []
     sites = [a for a in here if a.kind in INSERTING] if sent.repaired else []
     # Repair off: what the proxy would have done at this place, as far as it fixes this kind of problem (for a
@@ -300,7 +408,10 @@ def explain(
     unapplied = [] if sent.repaired else here
     if not (diagnosis.rule in GENERIC_RULES and finding is None):
         unapplied = [a for a in unapplied if a.kind in _FIXED_BY.get(kind, ())]
-    forget = _refused_entries(diagnosis, plan, sites) if plan is not None and kind in REFUSED_VALUE else []
+    named = {*diagnosis.item_ids, *(culprit.item_ids if culprit is not None else ())}
+    forget = _refused_entries(named, plan, sites) if plan is not None and kind in REFUSED_VALUE else []
+    if judgement is not None and judgement.clients_own:
+        forget = []
     if cache is None:
         forget = []
     forgotten = {key for keys in forget for key in keys}
@@ -313,10 +424,12 @@ def explain(
         wire_format=wire_format.name,
         diagnosis=diagnosis,
         problem=kind,
-        location=f"{wire_format.items_key}[{index}]" if index is not None else None,
+        location=_location(wire_format, index, culprit),
         finding=finding,
-        tool_call_ids=[display_call_id(c[0]) for c in calls if c[0]],
-        function=diagnosis.function or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None),
+        tool_call_ids=_call_ids(calls, culprit),
+        function=diagnosis.function
+        or (culprit.function if culprit is not None else None)
+        or next((c[1] for c in calls if isinstance(c[1], str) and c[1]), None),
         as_sent=[v.describe() for v in findings[:_MAX_FINDINGS]],
         mended=[f"{_MENDED}{v.describe()}" for v in mended[:_MAX_FINDINGS]],
         cache_had=cache_had,
@@ -329,7 +442,45 @@ def explain(
         would_repair=summarize_actions(unapplied) if unapplied else "",
         signed=sent.signed,
         foreign_note=foreign_note,
+        judgement=judgement,
     )
+
+
+def _location(wire_format: WireFormat, index: int | None, culprit: SentValue | None) -> str | None:
+    """The place the error points at: the refused value's own ("contents[1].parts[0]"), else its item's."""
+    if culprit is not None:
+        return culprit.location
+    return f"{wire_format.items_key}[{index}]" if index is not None else None
+
+
+def _call_ids(calls: list[Call], culprit: SentValue | None) -> list[str]:
+    """The tool calls at the place the error points at: the refused value's own, where it belongs to one."""
+    if culprit is not None and culprit.call_id is not None:
+        return [display_call_id(culprit.call_id)]
+    return [display_call_id(c[0]) for c in calls if c[0]]
+
+
+def _judgement(
+    diagnosis: Diagnosis, wire_format: WireFormat, doc: Any, sent: SentRequest, cache: CacheReads | None
+) -> Judgement | None:
+    """For a rule whose refused value is judged: which value the request sent it is, and what it is against the
+    proxy's capture. Without a cache only a value the request never asked for is judged (it needs none)."""
+    if (diagnosis.rule, diagnosis.provider) not in RULE_VERDICTS or doc is None:
+        return None
+
+    def records(keys: list[str]) -> Mapping[str, ReasoningRecord]:
+        return cache.records(usable_keys(keys, by_content=sent.by_content)) if cache is not None else {}
+
+    try:
+        judgement = judge(diagnosis, wire_format.sent_values(doc, sent.model, records))
+    except StoreUnavailable:
+        return None  # unknown: the cache cannot be asked now
+    except Exception as e:  # noqa: BLE001 - the judgement is an extra: the diagnosis stands without it
+        logger.warning("llm could not judge the value the error refuses: %r", e)
+        return None
+    if cache is None and judgement is not None and judgement.verdict != "not_asked":
+        return None
+    return judgement
 
 
 def _context(sent: SentRequest, diagnosis: Diagnosis) -> RepairContext:
@@ -367,10 +518,9 @@ def _parsed(body: bytes) -> Any:
         return None
 
 
-def _refused_entries(diagnosis: Diagnosis, plan: RepairPlan, sites: list[RepairAction]) -> list[tuple[str, ...]]:
-    """The keys of each cache entry whose value the provider refused in this request: one entry per captured turn,
-    whatever the number of keys it is stored under."""
-    named = set(diagnosis.item_ids)
+def _refused_entries(named: set[str], plan: RepairPlan, sites: list[RepairAction]) -> list[tuple[str, ...]]:
+    """The keys of each cache entry whose value the provider refused in this request (the items `named` as refused,
+    the places in `sites`): one entry per captured turn, whatever the number of keys it is stored under."""
     refused = {site.response_id for site in sites}
     return [
         tuple(entry.keys)

@@ -9,10 +9,11 @@ every text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from .. import dialects
 from ..dialects import openrouter
-from ..dialects.base import Advice, Kind, Rule, places
+from ..dialects.base import Advice, Kind, Rule, Verdict, places
 from ..shared.redact import redact_text
 from .envelopes import FoundText, collect, decode, parse
 from .rules import UNKNOWN, Diagnosis
@@ -30,6 +31,11 @@ RULES: dict[str, tuple[Kind, str | None]] = {rule.rule: (rule.kind, rule.field) 
 GENERIC_RULES = frozenset(rule.rule for rule in RULE_TABLE if rule.generic)
 # The advice rules carry of their own, by rule id (the first rule of an id that gives one).
 RULE_ADVICE: dict[str, Advice] = {rule.rule: rule.advice for rule in reversed(RULE_TABLE) if rule.advice is not None}
+# The rules whose refused value is judged against the proxy's capture, by rule id and provider (one id's texts from two
+# providers need each its own words): the advice for a verdict in the provider's words, where it has any.
+RULE_VERDICTS: dict[tuple[str, str], Mapping[Verdict, str]] = {
+    (rule.rule, rule.provider): rule.verdicts for rule in reversed(RULE_TABLE) if rule.verdicts is not None
+}
 # Rules a signature placeholder is the remedy of, where the format's repair sends one.
 PLACEHOLDER_RULES = frozenset(rule.rule for rule in RULE_TABLE if rule.placeholder_remedy)
 

@@ -24,3 +24,6 @@ class Diagnosis(BaseModel):
     function: str | None = None
     wrapped_by: str | None = None
     cause: str | None = None  # what the error says changed (Anthropic's block binding: "system prompt")
+    # The start and end of a value the text quotes with its middle elided (OpenAI's "gAAA...DQ=="): how to tell
+    # which value it is about when it names no item.
+    quoted_ends: tuple[str, str] | None = None

@@ -14,7 +14,7 @@ where its texts come from.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -47,6 +47,13 @@ Refine = Callable[[re.Match[str], dict[str, Any]], None]
 # made of what the error says changed (the diagnosis's `cause`, None when it names nothing).
 Advice = str | Callable[[str | None], str]
 
+# What the proxy finds of a refused signed or encrypted value, held against the one it captured for that place
+# (addon/diagnosis/explanation.py): sent exactly as captured ("as_issued"), different from it ("altered"), never
+# captured ("unseen"), sent without it by a request that never asked the provider for such values ("not_asked");
+# for a text that names no value, none sent differs from a captured one and some were never captured
+# ("none_differs").
+Verdict = Literal["as_issued", "altered", "unseen", "not_asked", "none_differs"]
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -66,6 +73,11 @@ class Rule:
     # A signature the provider requires, which llm_signature_placeholder can stand in for (degraded) where the
     # format's repair sends placeholders: the remedy named when nothing was cached and the setting is off.
     placeholder_remedy: bool = False
+    # The error is about a signed or encrypted value the request sent back: the explanation finds the value (by the
+    # ids the text names, the ends of it the text quotes, or else as the one that differs from what the proxy
+    # captured) and judges it. The advice for a verdict where the provider's own words are needed; the others get
+    # the advice every provider shares. None: the value is not judged.
+    verdicts: Mapping[Verdict, str] | None = None
 
 
 def rx(*parts: str) -> re.Pattern[str]:
@@ -88,7 +100,8 @@ _DEFAULT_API = "default_api:"
 def places(match: re.Match[str]) -> dict[str, Any]:
     """Index, position, block, function and ids from a match's named groups: `index` (a 0-based message index),
     `pos` (a 1-based content-block position), `block`, `fq`/`fb` (a function name with or without backticks),
-    `id1`/`id2` and `ids` (item or call ids)."""
+    `id1`/`id2` and `ids` (item or call ids), `head` and `tail` (the ends of a value the text quotes, its middle
+    elided)."""
     named = {k: v for k, v in match.groupdict().items() if v is not None}
     found: dict[str, Any] = {}
     if "index" in named:
@@ -111,6 +124,8 @@ def places(match: re.Match[str]) -> dict[str, Any]:
             ids.append(value)
     if ids:
         found["item_ids"] = ids
+    if "head" in named and "tail" in named:
+        found["quoted_ends"] = (named["head"], named["tail"])
     return found
 
 

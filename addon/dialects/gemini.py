@@ -86,6 +86,7 @@ RULES: tuple[Rule, ...] = (
         rx(r"thought\s+signature\s+is\s+not\s+valid|corrupted\s+thought\s+signature|invalid\s+thought\s+signature"),
         "a thought signature was sent back that the model did not issue for that part (altered, truncated, or "
         "from another response or model)",
+        verdicts={},  # judged, with the advice every provider shares
     ),
     # https://github.com/continuedev/continue/issues/11164
     Rule(

@@ -22,6 +22,21 @@ RESPONSES_ITEM_NOT_FOUND = "responses_item_not_found"
 RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND = "responses_previous_response_not_found"
 CONTENT_EMPTY_ARRAY = "content_empty_array"
 
+# A reasoning item sent by its id alone under `store: false`, by a request that does not ask for its
+# encrypted_content: the server keeps nothing, and without `include` it never returned the value either, so no one
+# (the proxy included) holds it (https://platform.openai.com/docs/guides/reasoning).
+NOT_ASKED_ADVICE = (
+    'the request sets `store: false` but does not ask for `include: ["reasoning.encrypted_content"]`, so OpenAI '
+    "never returned the reasoning item's encrypted_content and no one, the proxy included, could hold it: ask for "
+    '`include: ["reasoning.encrypted_content"]` with `store: false`, or send `store: true`'
+)
+# OpenAI refused the values it had issued itself, for every client at once, on 2025-12-16
+# (https://github.com/openai/codex/issues/8120 and the reports it gathers, #8119, #8126, #8145).
+OWN_VALUE_REFUSED = (
+    "the client sent back exactly the encrypted_content OpenAI issued (the proxy captured the same value), so OpenAI "
+    "refused its own value, as it did for every client on 2025-12-16: not the client's fault; retry later, and if it "
+    "keeps failing leave that reasoning item out (or start a new conversation)"
+)
 # What an item is, by the prefix of the id the Responses API gave it.
 _ITEM_FIELDS = {"rs": "reasoning item", "fc": "function_call item", "msg": "message item"}
 
@@ -80,6 +95,7 @@ RESPONSES_RULES: tuple[Rule, ...] = (
         rx(r"Item\s+with\s+id\s+'(?P<id1>[^']{1,200})'\s+not\s+found"),
         "an item was sent by id only, but the server does not hold it (its response was not stored)",
         refine=_item_field,
+        verdicts={"not_asked": NOT_ASKED_ADVICE},
     ),
     Rule(
         RESPONSES_PREVIOUS_RESPONSE_NOT_FOUND,
@@ -102,10 +118,12 @@ RESPONSES_RULES: tuple[Rule, ...] = (
         "encrypted content",
         rx(
             r"encrypted\s+content\b(?:\s+for\s+item\s+'?(?P<id1>(?:rs|cmp)_[\w\-]{1,200})'?)?",
+            r"(?:\s+(?P<head>[\w\-+/=]{1,64})(?:\.\.\.|\u2026)(?P<tail>[\w\-+/=]{1,64}))?",
             r".{0,300}?could\s+not\s+be\s+(?:verified|decrypted)",
         ),
         "a reasoning item's encrypted_content is not a value the server issued (altered, truncated, or from "
         "another organisation, model or deployment)",
+        verdicts={"as_issued": OWN_VALUE_REFUSED},
     ),
     # https://github.com/router-for-me/CLIProxyAPI/issues/2368, https://github.com/microsoft/vscode/issues/320060
     Rule(

@@ -31,6 +31,7 @@ RULES: tuple[Rule, ...] = (
         rx(r"Could\s+not\s+decrypt\s+the\s+provided\s+", B, "encrypted_content", B),
         "a reasoning item's encrypted_content could not be decrypted (edited, or issued to another xAI account or "
         "by another provider)",
+        verdicts={},  # judged, with the advice every provider shares
     ),
     # A reasoning item sent back with its encrypted_content but without its `summary`; the text names neither
     # (https://github.com/chenyme/grok2api/issues/688, verified against xAI in

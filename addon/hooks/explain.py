@@ -117,7 +117,7 @@ class ErrorExplainer:
                 provider=diagnosis.provider,
                 location=explanation.location,
                 tool_call_ids=explanation.tool_call_ids,
-                item_ids=diagnosis.item_ids,
+                item_ids=explanation.item_ids,
                 function=explanation.function,
                 cache_had=explanation.cache_had,
                 repaired=explanation.repaired,

@@ -22,6 +22,24 @@ from .sse import SSEEvent
 # What a wire format's removal asks: for each value, why it is foreign to the request (absent: it is not, or
 # nothing is known about it).
 ForeignLookup = Callable[[list[str]], dict[str, str]]
+# What an explanation reads the cache with, in the request's scope: the records stored under these keys (it raises
+# StoreUnavailable when the cache cannot be asked).
+RecordReader = Callable[[list[str]], Mapping[str, ReasoningRecord]]
+
+
+class SentValue(NamedTuple):
+    """A signed or encrypted value a request sends back (or an item that came without the one it needs), where it
+    sits, and what the proxy captured for that place: what an error that refuses such a value is judged by."""
+
+    index: int  # of its item in the body's top-level list
+    location: str  # "input[3]", "contents[2].parts[0]"
+    label: str  # what a person calls what carries it: "reasoning item rs_…", "function call `list_directory`"
+    value: str | None  # as sent; None: the item came without it (a reasoning item sent by its id alone)
+    captured: str | None  # what the proxy captured for that place; None: nothing
+    item_ids: tuple[str, ...] = ()  # the ids an error may name it by (the item's own, its call's)
+    call_id: str | None = None  # the tool call it belongs to
+    function: str | None = None  # that call's function
+    asked: bool = True  # the request asks the provider to return such values (Responses: `include`)
 
 
 def call_lookup_keys(model: str | None, call_id: str | None, name: str | None, arguments: Any) -> list[str]:
@@ -294,6 +312,12 @@ class WireFormat(Protocol):
         a 0-based `index` into that list, a 1-based content-block `position` (Gemini's count of its contents, which a
         gateway that turns this format into Gemini's passes on) or the `ids` of items or calls; None when what it
         gives names no item here."""
+        ...
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        """Each signed or encrypted value the request `doc` sends back for `model`, and each item sent without the
+        one it needs, with what the proxy captured for that place (`records` reads the cache): what an error that
+        refuses such a value is judged by. Empty for a format whose values are not judged."""
         ...
 
 

@@ -63,6 +63,7 @@ class Options:
     # text the model quotes (a key from a tool result, say) in its reasoning and its tool call arguments, or the
     # message of the error `status` answers with; the header carries it base64-encoded (it may hold newlines)
     say: str | None = None
+    wording: str | None = None  # "2026": a provider's later wording of an error text, where the fake knows two
 
     @classmethod
     def from_headers(cls, headers: dict[str, str]) -> Options:
@@ -86,6 +87,7 @@ class Options:
             hold=get("hold", str, None),
             hold_after=get("hold-after", int, None),
             say=get("say", lambda v: base64.b64decode(v).decode(), None),
+            wording=get("wording", str, None),
         )
 
 

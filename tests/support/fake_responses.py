@@ -9,8 +9,9 @@ the captures show).
 
 OpenAI (`…/responses`)
 ----------------------
-Every answer begins with a reasoning item (`rs_…`, a Fernet-looking
-`encrypted_content`, a summary); a tool turn follows it with `x-fake-parallel`
+Every answer begins with a reasoning item (`rs_…`, a summary, and a Fernet-looking
+`encrypted_content` when the request asks for it with `include:
+["reasoning.encrypted_content"]`); a tool turn follows it with `x-fake-parallel`
 function calls (and, with `x-fake-content`, a message item first), a final
 answer with a message item. Streams use the real framing and event order:
 `output_item.added` carries a stub `encrypted_content`, `output_item.done` the
@@ -41,8 +42,11 @@ as in https://github.com/cline/cline/issues/12242):
   `store: false`: the 404 "Item with id 'rs_…' not found. Items are not
   persisted when `store` is set to false. …"
   (https://github.com/anomalyco/opencode/issues/7724);
-* an `encrypted_content` that is neither copy the fake issued for that item:
-  see `UNVERIFIED`;
+* an `encrypted_content` that is neither copy the fake issued for that item, or
+  one the test revoked (`ResponsesFake.revoked`: the provider refusing its own
+  value, as OpenAI did for every client on 2025-12-16, openai/codex #8120):
+  see `UNVERIFIED`, or with `x-fake-wording: 2026` the later wording that names
+  the item (`UNVERIFIED_ITEM`);
 * an `encrypted_content` issued for another model (deployment): the same
   `invalid_encrypted_content` error (openai/codex #8145, #17541 after a model
   switch). Items produced under another model's reasoning are taken without
@@ -74,9 +78,9 @@ Rules enforced, with xAI's texts in its envelope `{"code": "invalid-argument", "
 
 * a reasoning item with `encrypted_content` but no `summary`: "Could not decode the compaction blob. …"
   (https://github.com/chenyme/grok2api/pull/689, checked against xAI);
-* an `encrypted_content` the fake did not issue, or issued for another model: "Could not decrypt the provided
-  encrypted_content. …" (https://github.com/hackerai-tech/hackerai/pull/996; the same text for a blob from another
-  account or vendor). Which of the two xAI says for an item that breaks both is not known: the summary is checked
+* an `encrypted_content` the fake did not issue, issued for another model, or revoked (`ResponsesFake.revoked`):
+  "Could not decrypt the provided encrypted_content. …" (https://github.com/hackerai-tech/hackerai/pull/996; the
+  same text for a blob from another account or vendor). Which of the two xAI says for an item that breaks both is not known: the summary is checked
   first.
 
 A function call or message sent back without the reasoning item it came with is not refused: xAI answers, but the
@@ -113,6 +117,12 @@ NOT_PERSISTED = (
 # characters, code "invalid_encrypted_content", param null) follows reports of the real error in
 # openai/codex issues #8132 and #8145.
 UNVERIFIED = "The encrypted content {abbreviated} could not be verified."
+# The 2026 wording, which names the item (https://github.com/Wei-Shaw/sub2api/issues/2863,
+# https://github.com/openai/codex/issues/17541).
+UNVERIFIED_ITEM = (
+    "The encrypted content for item {item_id} could not be verified. Reason: Encrypted content could not be "
+    "decrypted or parsed."
+)
 # The fake's own text for an unknown or unstored previous response.
 NO_PREVIOUS = "Previous response with id '{response_id}' not found."
 FINAL_ANSWER = "The directory holds two files."
@@ -210,6 +220,8 @@ class ResponsesFake:
         self.messages: dict[str, str] = {}  # msg id -> rs id
         self.responses: dict[str, StoredResponse] = {}  # kept for `previous_response_id`, where the provider does
         self._by_content: dict[str, str] = {}  # each issued encrypted_content -> rs id
+        # encrypted_content values issued but no longer accepted: the provider refusing its own value
+        self.revoked: set[str] = set()
         self._lock = threading.Lock()
 
     def matches(self, path: str) -> bool:
@@ -299,7 +311,7 @@ class OpenAI:
         chain, failure = self.chain(fake, doc, items)
         if failure is not None:
             return failure
-        failure = self.validate(fake, chain, items, str(doc.get("model", "")))
+        failure = self.validate(fake, chain, items, str(doc.get("model", "")), options.wording)
         if failure is not None:
             return failure
         return self.answer(fake, doc, chain, items, options)
@@ -325,7 +337,9 @@ class OpenAI:
                 return chain, error(DUPLICATE_ITEM.format(item_id=item["id"]))
         return chain, None
 
-    def validate(self, fake: ResponsesFake, chain: list[Any], items: list[Any], model: str = "") -> Reply | None:
+    def validate(
+        self, fake: ResponsesFake, chain: list[Any], items: list[Any], model: str = "", wording: str | None = None
+    ) -> Reply | None:
         whole = chain + items
         for position in range(len(chain), len(whole)):
             item = whole[position]
@@ -333,7 +347,7 @@ class OpenAI:
                 continue
             if item.get("type") == "reasoning":
                 following = whole[position + 1] if position + 1 < len(whole) else None
-                failure = self._check_reasoning(fake, item, following, model)
+                failure = self._check_reasoning(fake, item, following, model, wording)
             elif item.get("type") == "function_call" and item.get("call_id") in fake.calls:
                 fc_id, rs_id = fake.calls[item["call_id"]]
                 failure = self._check_produced(fake, whole, position, fc_id, "function_call", rs_id, model)
@@ -346,17 +360,21 @@ class OpenAI:
                 return failure
         return None
 
-    def _check_reasoning(self, fake: ResponsesFake, item: dict, following: Any, model: str) -> Reply | None:
+    def _check_reasoning(
+        self, fake: ResponsesFake, item: dict, following: Any, model: str, wording: str | None
+    ) -> Reply | None:
         rs_id = item.get("id")
         issued = fake.issued.get(rs_id) if isinstance(rs_id, str) else None
         content = item.get("encrypted_content")
         if issued is not None:
             if content is None and not issued.stored:
                 return error(NOT_PERSISTED.format(item_id=rs_id), status=404)
-            if content is not None and (
-                content not in (issued.item["encrypted_content"], issued.completed_content) or issued.model != model
-            ):
-                message = UNVERIFIED.format(abbreviated=_abbreviated(str(content)))
+            copies = (issued.item.get("encrypted_content"), issued.completed_content)
+            if content is not None and (content not in copies or content in fake.revoked or issued.model != model):
+                if wording == "2026":
+                    message = UNVERIFIED_ITEM.format(item_id=rs_id)
+                else:
+                    message = UNVERIFIED.format(abbreviated=_abbreviated(str(content)))
                 return error(message, param=None, code="invalid_encrypted_content")
         if rs_id and (following is None or _is_input_side(following) or _lost_its_id(following)):
             return error(ORPHANED_REASONING.format(rs_id=rs_id))
@@ -392,14 +410,19 @@ class OpenAI:
         name = fake.tool_name(doc)
         summary = f"**Planning**\n\nI should call `{name}` to answer." if tool_turn else "**Answering**\n\nSummarise."
         summary += f" {options.say}" if options.say else ""
+        # encrypted_content only for a request that asks for it
+        # (https://platform.openai.com/docs/guides/reasoning)
+        encrypted = INCLUDE_ENCRYPTED in (doc.get("include") or [])
         full, stub = fernet_like(1000), fernet_like(600)
-        completed = fernet_like(1000) if streamed else full  # same length, other bytes
+        completed = (fernet_like(1000) if streamed else full) if encrypted else None  # same length, other bytes
         reasoning = {
             "id": _item_id("rs", prefix),
             "type": "reasoning",
             "encrypted_content": full,
             "summary": [{"type": "summary_text", "text": summary}],
         }
+        if not encrypted:
+            del reasoning["encrypted_content"]
         output: list[dict[str, Any]] = [reasoning]
         text = options.content if tool_turn else FINAL_ANSWER
         if text:
@@ -462,7 +485,7 @@ class OpenAI:
         return Reply(200, events=self.events(response, stub, completed, options))
 
     @staticmethod
-    def events(response: dict, stub: str, completed: str, options: Options) -> list[bytes]:
+    def events(response: dict, stub: str, completed: str | None, options: Options) -> list[bytes]:
         """The stream of fixture openai-responses/codecompanion_gpt5_reasoning_stream.sse: created, each item
         added/deltas/done, then completed."""
         events: list[dict[str, Any]] = []
@@ -480,7 +503,7 @@ class OpenAI:
                     {
                         "type": "response.output_item.added",
                         "output_index": index,
-                        "item": {**item, "encrypted_content": stub, "summary": []},
+                        "item": {**item, "summary": []} | ({"encrypted_content": stub} if completed else {}),
                     }
                 )
                 events.append({"type": "response.reasoning_summary_part.added", **at, "summary_index": 0, "part": part})
@@ -553,7 +576,7 @@ class OpenAI:
                 )
             events.append({"type": "response.output_item.done", "output_index": index, "item": item})
         final_output = [
-            {**item, "encrypted_content": completed} if item["type"] == "reasoning" else item
+            {**item, "encrypted_content": completed} if item["type"] == "reasoning" and completed else item
             for item in response["output"]
         ]
         events.append({"type": "response.completed", "response": {**response, "output": final_output}})
@@ -591,6 +614,8 @@ class Xai:
                 return xai_error(COMPACTION_BLOB)
             issued = fake.issued.get(str(item.get("id")))
             if issued is None or issued.item.get("encrypted_content") != item["encrypted_content"]:
+                return xai_error(UNDECRYPTABLE)
+            if item["encrypted_content"] in fake.revoked:
                 return xai_error(UNDECRYPTABLE)
             if issued.model != model:
                 return xai_error(UNDECRYPTABLE)

@@ -31,9 +31,11 @@ from ...shared.records import RepairAction, Violation
 from ..base import (
     CacheView,
     ForeignLookup,
+    RecordReader,
     RepairContext,
     ResumeRules,
     Routed,
+    SentValue,
     assistant_blocks,
     body_model,
     call_lookup_keys,
@@ -156,45 +158,8 @@ class AnthropicMessages(Routed):
     def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
         return index if index is not None and 0 <= index < len(items) else None
 
-    def recover(self, doc, context, refused):  # SCRATCH: replaced by recover29
-        actions = []
-        messages = doc["messages"]
-        places = range(len(messages)) if refused is None else refused
-        for index in places:
-            content = messages[index].get("content")
-            if isinstance(content, list):
-                kept = [
-                    b
-                    for b in content
-                    if not (isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking"))
-                ]
-                if len(kept) != len(content):
-                    messages[index]["content"] = kept
-                    actions.append(
-                        RepairAction(
-                            kind="recovered",
-                            location=f"messages[{index}]",
-                            index=index,
-                            fields=["thinking"],
-                            rule="anthropic_invalid_signature",
-                            reason="removed",
-                            degraded=True,
-                        )
-                    )
-        if self.check(doc, context):
-            doc["thinking"] = {"type": "disabled"}
-            actions.append(
-                RepairAction(
-                    kind="recovered",
-                    location="thinking",
-                    index=-1,
-                    fields=["thinking"],
-                    rule="x",
-                    reason="thinking turned off",
-                    degraded=True,
-                )
-            )
-        return actions
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        return []  # its texts name the block they refuse: not judged
 
 
 __all__ = ["NAME", "AnthropicMessages", "AnthropicReader"]

@@ -34,7 +34,17 @@ from typing import Any
 from ...dialects.bedrock import CONVERSE, CONVERSE_STREAM, bedrock_route
 from ...shared import jsoncodec
 from ...shared.records import RepairAction, Violation
-from ..base import CacheView, ForeignLookup, RepairContext, Routed, assistant_blocks, call_lookup_keys, item_at
+from ..base import (
+    CacheView,
+    ForeignLookup,
+    RecordReader,
+    RepairContext,
+    Routed,
+    SentValue,
+    assistant_blocks,
+    call_lookup_keys,
+    item_at,
+)
 from ..block_repair import mangled_targets
 from .check import check_messages
 from .foreign import remove_foreign_reasoning
@@ -116,6 +126,9 @@ class BedrockConverse(Routed):
 
     def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        return []  # its texts name the block they refuse: not judged
 
 
 __all__ = ["NAME", "BedrockConverse", "ConverseReader"]

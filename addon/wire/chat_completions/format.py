@@ -26,9 +26,11 @@ from ...shared.records import RepairAction, Violation
 from ..base import (
     CacheView,
     ForeignLookup,
+    RecordReader,
     RepairContext,
     ResumeRules,
     Routed,
+    SentValue,
     body_model,
     call_lookup_keys,
     item_at,
@@ -129,6 +131,9 @@ class ChatCompletions(Routed):
         if position is not None:  # Gemini's count of its contents, passed on by Copilot or OpenRouter
             return block_to_message(items, position)
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        return []  # not judged: its refused values are not held against the capture
 
 
 __all__ = [

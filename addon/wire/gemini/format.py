@@ -31,7 +31,7 @@ from typing import Any
 
 from ...dialects.gemini import GEMINI_SIGNATURE_MISSING, VERTEX_SIGNATURE_MISSING
 from ...shared.records import RepairAction, Violation
-from ..base import CacheView, ForeignLookup, RepairContext, Routed, call_lookup_keys, item_at
+from ..base import CacheView, ForeignLookup, RecordReader, RepairContext, Routed, SentValue, call_lookup_keys, item_at
 from .foreign import remove_foreign_signatures
 from .parts import (
     METHODS,
@@ -52,6 +52,7 @@ from .repair import (
     repair_contents,
     unsigned_current_calls,
 )
+from .sent import sent_values
 
 
 class GeminiNative(Routed):
@@ -133,6 +134,12 @@ class GeminiNative(Routed):
 
     def item_named(self, items: list[Any], index: int | None, position: int | None, ids: list[str]) -> int | None:
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        if not isinstance(contents, list):
+            return []
+        return sent_values(contents, self.lookup_keys(doc, model), model, records)
 
 
 __all__ = ["NAME", "PLACEHOLDER_BASE64", "PLACEHOLDER_PHRASE", "GeminiNative", "text_key"]

@@ -28,7 +28,18 @@ from ... import dialects
 from ...dialects.openai import RESPONSES_REASONING_ORPHANED, deployment_model
 from ...dialects.xai import REASONING_SUMMARY_MISSING
 from ...shared.records import RepairAction, Violation
-from ..base import CacheView, ForeignLookup, RepairContext, ResumeRules, Routed, body_model, call_lookup_keys, item_at
+from ..base import (
+    CacheView,
+    ForeignLookup,
+    RecordReader,
+    RepairContext,
+    ResumeRules,
+    Routed,
+    SentValue,
+    body_model,
+    call_lookup_keys,
+    item_at,
+)
 from .foreign import remove_foreign_items
 from .items import NAME, call_parts, is_input_side, is_model_output, may_follow_reasoning, reasoning_item_id, string
 from .reader import ResponsesReader
@@ -43,6 +54,7 @@ from .repair import (
     sent_by_id_alone,
     server_holds_history,
 )
+from .sent import sent_values
 
 # Everything of a reasoning item is readable text except `encrypted_content` (and keys not known yet).
 TEXT_FIELDS = frozenset({"id", "type", "summary", "content", "status"})
@@ -165,6 +177,9 @@ class Responses(Routed):
         if named is not None:
             return named
         return index if index is not None and 0 <= index < len(items) else None
+
+    def sent_values(self, doc: Any, model: str | None, records: RecordReader) -> list[SentValue]:
+        return sent_values(doc, model, records)
 
 
 def item_index(items: list[Any], ids: list[str]) -> int | None:
