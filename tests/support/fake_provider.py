@@ -241,6 +241,9 @@ class FakeProvider(LoopbackServer):
         self.chat_hosts = fake_chat.routed_hosts()
         self.cerebras, self.mistral = self.chat_hosts["cerebras"], self.chat_hosts["mistral"]
         self.dialects[0:0] = self.chat_hosts.values()
+        # Kimi's Anthropic-compatible route, ahead of the moonshot chat fake whose routes start the same way.
+        self.kimi_anthropic = fake_anthropic.MessagesFake(fake_anthropic.Kimi())
+        self.dialects.insert(0, self.kimi_anthropic)
         self.bedrock = BedrockDialect()
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
