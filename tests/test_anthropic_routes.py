@@ -303,3 +303,13 @@ def test_kimis_refusals_are_diagnosed() -> None:
     missing = {**body, "error": {**body["error"], "message": "thinking is enabled but reasoning_content is missing "
                                  "in assistant tool call message at index 2"}}  # fmt: skip
     assert classify(400, json.dumps(missing)).rule == "reasoning_content_missing"
+
+
+def test_deepseeks_responses_refusal_is_diagnosed() -> None:
+    from llm_reasoning_proxy.diagnosis.matching import classify
+
+    body = {"error": {"message": "The `reasoning_text` in the thinking mode must be passed back to the API.",
+                      "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}  # fmt: skip
+    diagnosis = classify(400, json.dumps(body))
+    assert (diagnosis.rule, diagnosis.provider, diagnosis.field) == (
+        "deepseek_reasoning_text_missing", "deepseek", "reasoning item")  # fmt: skip

@@ -24,6 +24,7 @@ from llm_reasoning_proxy.dialects import (
     bedrock,
     cerebras,
     copilot,
+    deepseek,
     gateways,
     gemini,
     kimi_anthropic,
@@ -1999,6 +2000,7 @@ ERROR_ONLY_RULES = {
     cerebras.REASONING_CONTENT_UNSUPPORTED,
     zai.ZAI_MESSAGES_ILLEGAL,
     kimi_anthropic.THINKING_ONLY_ENABLED,
+    deepseek.DEEPSEEK_REASONING_TEXT_MISSING,
 }
 
 

@@ -230,6 +230,8 @@ class FakeProvider(LoopbackServer):
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
         self.xai = fake_responses.ResponsesFake(fake_responses.Xai())
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
+        self.deepseek_responses = fake_responses.ResponsesFake(fake_responses.DeepSeek())
+        self.dialects.insert(0, self.deepseek_responses)
         self.copilot_messages = fake_anthropic.MessagesFake(fake_anthropic.CopilotMessages())
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
         self.deepseek_anthropic = fake_anthropic.MessagesFake(fake_anthropic.DeepSeek())
