@@ -239,3 +239,77 @@ def test_foreign_thinking_deepseek_still_needs_stays_where_every_turn_must_keep_
             "Anthropic-compatible API wants every tool turn's thinking back (go on with the model that issued it)",
         )
     ]
+
+
+# Kimi on Moonshot's Anthropic-compatible API -------------------------------------------------------
+KIMI = "kimi-k2.6"
+KIMI_CONTEXT = RepairContext(path="/anthropic/v1/messages", model=KIMI, host="api.moonshot.ai")
+# A signature of no shape Anthropic's has: Kimi's own, or one of a format nobody has seen yet.
+KIMI_THINKING = {"type": "thinking", "thinking": "List it first.", "signature": "kimi.v1:ab:cd.EF"}
+
+
+def test_kimi_wants_every_turns_thinking_back_when_thinking_is_on() -> None:
+    doc = two_tool_turns(KIMI, thinking={"type": "enabled", "budget_tokens": 1024})
+    other = {**KIMI_THINKING, "signature": "x"}  # one character: kept as it is
+    records = [record("call_a", [KIMI_THINKING], KIMI), record("call_b", [other], KIMI)]
+    actions = FORMAT.repair(doc, cached(doc, records, KIMI), KIMI_CONTEXT)
+    assert doc["messages"][1]["content"] == [KIMI_THINKING, use("call_a")]
+    assert doc["messages"][3]["content"] == [other, {"type": "text", "text": "Once more."}, use("call_b")]
+    assert [a.location for a in actions] == ["messages[1].content[1]", "messages[3].content[1]"]
+
+
+def test_kimi_thinks_unasked_only_for_models_that_always_think() -> None:
+    asked_nothing = two_tool_turns(KIMI)
+    assert FORMAT.lookup_keys(asked_nothing, KIMI) == []
+    assert FORMAT.repair(asked_nothing, CacheView({}, KIMI), KIMI_CONTEXT) == []
+    k3 = two_tool_turns("kimi-k3")
+    context = RepairContext(path="/coding/v1/messages", model="kimi-k3", host="api.kimi.com")
+    records = [record("call_a", [KIMI_THINKING], "kimi-k3"), record("call_b", [KIMI_THINKING], "kimi-k3")]
+    assert len(FORMAT.repair(k3, cached(k3, records, "kimi-k3"), context)) == 2
+
+
+@pytest.mark.parametrize(
+    "host, path, served",
+    [
+        ("api.moonshot.ai", "/anthropic/v1/messages", True),
+        ("api.moonshot.cn", "/anthropic/v1/messages", True),
+        ("api.kimi.com", "/coding/v1/messages", True),
+        ("127.0.0.1", "/coding/v1/messages", True),  # a local gateway in front of it
+        ("openrouter.ai", "/api/v1/messages", False),  # a gateway serving a kimi model keeps Anthropic's rules
+    ],
+)
+def test_kimis_rules_hold_only_where_kimi_answers(host: str, path: str, served: bool) -> None:
+    rules = dialects.messages_thinking(KIMI, host, path)
+    assert (rules is not None and rules.every_turn) is served
+    assert (dialects.named("kimi_anthropic").serves(host, path, KIMI)) is served
+
+
+def test_kimi_checks_name_every_turn_without_its_thinking() -> None:
+    doc = two_tool_turns(KIMI, thinking={"type": "enabled", "budget_tokens": 1024})
+    assert [(v.rule, v.location) for v in FORMAT.check(doc, KIMI_CONTEXT)] == [
+        ("reasoning_content_missing", "messages[1]"),
+        ("reasoning_content_missing", "messages[3]"),
+    ]
+
+
+def test_kimis_refusals_are_diagnosed() -> None:
+    from llm_reasoning_proxy.diagnosis.matching import classify
+
+    body = {"error": {"type": "invalid_request_error", "message": "invalid thinking: only type=enabled is allowed "
+                      "for this model"}, "type": "error"}  # fmt: skip
+    diagnosis = classify(400, json.dumps(body))
+    assert (diagnosis.rule, diagnosis.provider, diagnosis.kind) == ("kimi_thinking_only_enabled", "kimi_anthropic",
+                                                                    "unsupported")  # fmt: skip
+    missing = {**body, "error": {**body["error"], "message": "thinking is enabled but reasoning_content is missing "
+                                 "in assistant tool call message at index 2"}}  # fmt: skip
+    assert classify(400, json.dumps(missing)).rule == "reasoning_content_missing"
+
+
+def test_deepseeks_responses_refusal_is_diagnosed() -> None:
+    from llm_reasoning_proxy.diagnosis.matching import classify
+
+    body = {"error": {"message": "The `reasoning_text` in the thinking mode must be passed back to the API.",
+                      "type": "invalid_request_error", "param": None, "code": "invalid_request_error"}}  # fmt: skip
+    diagnosis = classify(400, json.dumps(body))
+    assert (diagnosis.rule, diagnosis.provider, diagnosis.field) == (
+        "deepseek_reasoning_text_missing", "deepseek", "reasoning item")  # fmt: skip

@@ -18,7 +18,19 @@ import pytest
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.diagnosis import MAX_MESSAGE, RULE_TABLE, RULES, Diagnosis, classify, error_messages
-from llm_reasoning_proxy.dialects import anthropic, base, bedrock, cerebras, copilot, gateways, gemini, openai, zai
+from llm_reasoning_proxy.dialects import (
+    anthropic,
+    base,
+    bedrock,
+    cerebras,
+    copilot,
+    deepseek,
+    gateways,
+    gemini,
+    kimi_anthropic,
+    openai,
+    zai,
+)
 from llm_reasoning_proxy.shared.redact import REDACTED
 from llm_reasoning_proxy.wire import RepairContext, by_name
 
@@ -2007,6 +2019,8 @@ ERROR_ONLY_RULES = {
     copilot.COPILOT_INVALID_REQUEST_BODY,
     cerebras.REASONING_CONTENT_UNSUPPORTED,
     zai.ZAI_MESSAGES_ILLEGAL,
+    kimi_anthropic.THINKING_ONLY_ENABLED,
+    deepseek.DEEPSEEK_REASONING_TEXT_MISSING,
 }
 
 

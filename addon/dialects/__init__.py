@@ -31,6 +31,7 @@ DIALECTS: tuple[Dialect, ...] = _registered(
     "bedrock",
     "dashscope",
     "moonshot",
+    "kimi_anthropic",
     "zai",
     "minimax",
 )

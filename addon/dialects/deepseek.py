@@ -1,5 +1,7 @@
 """DeepSeek's errors on chat completions (reasoning_content, which Kimi (moonshot.py), GLM (zai.py) and Qwen
-(dashscope.py) take back the same way) and on its Anthropic-compatible endpoint.
+(dashscope.py) take back the same way), on its Anthropic-compatible endpoint and on its Responses API (`POST
+https://api.deepseek.com/responses`, stateless, whose reasoning items carry their text as `reasoning_text` content
+and no `encrypted_content`: the Responses format captures and puts them back like any other provider's).
 
 Documentation: https://api-docs.deepseek.com/guides/thinking_mode#tool-calls (its missing-reasoning_content text
 links there) and https://api-docs.deepseek.com/guides/anthropic_api. Each rule's captured text is named with it.
@@ -12,6 +14,7 @@ from .base import REASONING_CONTENT_MISSING as REASONING_CONTENT_MISSING
 from .base import B, Dialect, MessagesThinking, Rule, reasoning_content_missing, rx
 
 DEEPSEEK_THINKING_MISSING = "deepseek_thinking_missing"
+DEEPSEEK_REASONING_TEXT_MISSING = "deepseek_reasoning_text_missing"
 REDACTED_THINKING_UNSUPPORTED = "redacted_thinking_unsupported"
 
 
@@ -42,6 +45,17 @@ RULES: tuple[Rule, ...] = (
     reasoning_content_missing(
         "deepseek",
         rx(r"The\s+", B, "reasoning_content", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
+    ),
+    # DeepSeek's Responses API (https://api-docs.deepseek.com/guides/responses_api), whose reasoning items carry plain
+    # `reasoning_text` (https://github.com/rikkahub/rikkahub/issues/1629)
+    Rule(
+        DEEPSEEK_REASONING_TEXT_MISSING,
+        "deepseek",
+        "missing",
+        "reasoning item",
+        "reasoning_text",
+        rx(r"The\s+", B, "reasoning_text", B, r"\s+in\s+the\s+thinking\s+mode\s+must\s+be\s+passed\s+back"),
+        "a function call was sent back without the reasoning item it came with",
     ),
     # DeepSeek's /anthropic endpoint has no redacted_thinking block, which only Anthropic issues (HTTP 422)
     Rule(

@@ -62,6 +62,17 @@ Its rules, with DeepSeek's texts:
   https://github.com/NousResearch/hermes-agent/issues/17992). Only its presence is checked here: clients that send the
   block back without its signature are answered, so DeepSeek does not seem to verify what it holds.
 
+Kimi on Moonshot's Anthropic-compatible API (`…/moonshot/anthropic/v1/messages`, standing for
+`https://api.moonshot.ai/anthropic/v1/messages`, and `…/coding/v1/messages` for Kimi For Coding): thinking when the
+request enables it (or always, for kimi-k2-thinking, kimi-k2.7-code and kimi-k3); a signature of its own in every
+stream. Its one rule here, with its text (Kimi's chat completions wording in Anthropic's envelope, as
+https://github.com/Kilo-Org/kilocode/issues/10986 quotes it from `api.kimi.com/coding/v1/messages`):
+
+* with thinking on, every assistant message holding `tool_use` blocks must carry a thinking block, in every later
+  request; `signature: ""` counts (https://github.com/anomalyco/opencode/pull/44713). The index the text names
+  counts Kimi's own chat messages: the system prompt first, each tool result a message of its own (the fake's
+  reading of reports where the first tool turn is refused "at index 2", kilocode #9535, cc-switch #3219).
+
 Each provider's fake has signatures of its own: a block another one issued is not one it issued.
 """
 
@@ -113,6 +124,11 @@ SYSTEM_CHANGED = " The `system` prompt differs from the one this block was creat
 THINKING_MISSING = "The `content[].thinking` in the thinking mode must be passed back to the API."
 # The deserializer's text as third-party tests quote it (the full list of variants is not quoted anywhere), in the
 # envelope of https://github.com/zhukunpenglinyutong/jetbrains-cc-gui/issues/591.
+# Kimi's text (moonshot's chat completions wording, which its Anthropic-compatible route answers with too).
+KIMI_THINKING_MISSING = (
+    "thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+)
+KIMI_ALWAYS_THINKING = ("kimi-k2-thinking", "kimi-k2.7", "kimi-k3")
 REDACTED_UNKNOWN = (
     "Failed to deserialize the JSON body into the target type: messages[{index}].content: unknown variant "
     "`redacted_thinking`, expected one of `text`, `thinking` at line 1 column {column}"
@@ -431,6 +447,53 @@ class DeepSeek(Anthropic):
 
     def thinking_text(self, step: int, tool: str, options: Options) -> str:
         return f'The user asks what is in a directory (step {step + 1}).\nI should list it — "ok" ✓.'
+
+
+class Kimi(Anthropic):
+    """Kimi on Moonshot's Anthropic-compatible API: every tool turn's thinking back, with Kimi's chat text; its
+    signatures have a shape of their own (dots, a colon, no base64 padding): nothing may judge them by it."""
+
+    name = "kimi_anthropic"
+    pings = False
+
+    def matches(self, route: str) -> bool:
+        route = route.rstrip("/")
+        return route.endswith(("/moonshot/anthropic/v1/messages", "/coding/v1/messages"))
+
+    def thinks(self, doc: dict) -> bool:
+        return thinking_enabled(doc) or str(doc.get("model", "")).startswith(KIMI_ALWAYS_THINKING)
+
+    def refusal(self, fake: MessagesFake, doc: dict, recorded: Recorded) -> Reply | None:
+        if not self.thinks(doc):
+            return None
+        index = 1 if doc.get("system") else 0  # Kimi's own list: the system prompt, then each message
+        for message in doc.get("messages") or []:
+            if _is_role(message, "assistant") and _has(message, "tool_use") and not _has(message, "thinking"):
+                return Reply(
+                    400,
+                    {
+                        "error": {
+                            "type": "invalid_request_error",
+                            "message": KIMI_THINKING_MISSING.format(index=index),
+                        },
+                        "type": "error",
+                    },
+                )
+            results = sum(1 for b in _blocks(message) if isinstance(b, dict) and b.get("type") == "tool_result")
+            index += results if _is_role(message, "user") and results else 1
+        return None
+
+    def message_id(self) -> str:
+        return f"msg_{uuid.uuid4().hex[:24]}"
+
+    def tool_use_id(self) -> str:
+        return f"functions.list_directory:{uuid.uuid4().int % 1000}"
+
+    def signature(self, message_id: str) -> str:
+        return f"kimi.v1:{os.urandom(9).hex()}.{base64.urlsafe_b64encode(os.urandom(7)).decode().rstrip('=')}"
+
+    def thinking_text(self, step: int, tool: str, options: Options) -> str:
+        return f"Step {step + 1}: the user wants a listing, so I call {tool}."
 
 
 # the format ---------------------------------------------------------------------------------------

@@ -24,7 +24,9 @@ it picks the one the request reaches, the way the real request would reach each 
   `call_<hex>__thought__<signature>` ids and `provider_specific_fields`; when a client loses them LiteLLM sends a
   dummy signature (answer still 200, marked degraded in the `x-fake-degraded` header).
 * a model with a "/" (`google/gemini-3-pro-preview`, `anthropic/claude-…`; `OpenRouter`): `reasoning_details` must
-  come back unmodified; errors arrive in OpenRouter's "Provider returned error" wrapper.
+  come back unmodified; errors arrive in OpenRouter's "Provider returned error" wrapper. An `x-ai/…` model refuses
+  any `reasoning.encrypted` entry it did not issue, with xAI's "Could not decrypt the provided encrypted_content. …"
+  (https://github.com/hackerai-tech/hackerai/pull/996).
 * "gemini-*" (`Copilot`): GitHub Copilot serving Gemini. `reasoning_opaque` must come back on every assistant
   tool-call message of the current turn; `content: []` is refused with `invalid_request_body`. With
   `x-fake-bare: 1` every refusal is that bare body, as Copilot answered a missing `reasoning_opaque`
@@ -221,6 +223,13 @@ def _arguments(schema: Any, index: int, say: str | None = None) -> dict[str, str
             for prop in required
         }
     return arguments | ({"note": say} if say else {})
+
+
+# xAI's text for encrypted reasoning it did not issue (https://github.com/hackerai-tech/hackerai/pull/996).
+XAI_UNDECRYPTABLE = (
+    "Could not decrypt the provided encrypted_content. Ensure the value is the unmodified encrypted_content from a "
+    "previous response."
+)
 
 
 def _openrouter_error(raw: str, provider: str) -> dict:
@@ -584,10 +593,32 @@ class OpenRouter(ChatProvider):
 
     name = "openrouter"
 
+    def __init__(self) -> None:
+        self.encrypted: dict[str, str] = {}  # each reasoning.encrypted entry's data -> the model it was issued for
+
     def claims_model(self, model: str) -> bool:
         return "/" in model
 
+    def undecryptable(self, doc, messages) -> Reply | None:
+        """xAI behind OpenRouter: a `reasoning.encrypted` entry issued for another model (or never) cannot be
+        decrypted, in any message (https://github.com/hackerai-tech/hackerai/pull/996 removes them before every request
+        that can route to xAI); xAI's text inside OpenRouter's wrapper."""
+        model = str(doc.get("model", ""))
+        if not model.startswith("x-ai/"):
+            return None
+        for message in messages:
+            details = message.get("reasoning_details") if isinstance(message, dict) else None
+            for entry in details if isinstance(details, list) else []:
+                if isinstance(entry, dict) and entry.get("type") == "reasoning.encrypted":
+                    if self.encrypted.get(str(entry.get("data"))) != model:
+                        raw = json.dumps({"code": "invalid-argument", "error": XAI_UNDECRYPTABLE})
+                        return Reply(400, _openrouter_error(raw, "xAI"))
+        return None
+
     def refusal(self, fake, doc, messages, recorded, headers) -> Reply | None:
+        undecryptable = self.undecryptable(doc, messages)
+        if undecryptable is not None:
+            return undecryptable
         turn = _current_turn(messages)
         for index, message, calls in turn:
             issued = fake.issued_for(calls[0])[1].get("reasoning_details")
@@ -628,6 +659,7 @@ class OpenRouter(ChatProvider):
                 },
             ]
             details = [{**fragments[0], "text": text}, fragments[2]]
+            self.encrypted[signature] = str(doc.get("model", ""))
         else:
             fragments = [
                 {

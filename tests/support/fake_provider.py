@@ -232,6 +232,8 @@ class FakeProvider(LoopbackServer):
         self.dialects: list[Dialect] = [self.responses, self.anthropic, self.gemini, self.chat]
         self.xai = fake_responses.ResponsesFake(fake_responses.Xai())
         self.dialects.insert(0, self.xai)  # before the OpenAI fake, which takes every other /responses path
+        self.deepseek_responses = fake_responses.ResponsesFake(fake_responses.DeepSeek())
+        self.dialects.insert(0, self.deepseek_responses)
         self.copilot_messages = fake_anthropic.MessagesFake(fake_anthropic.CopilotMessages())
         self.dialects.insert(0, self.copilot_messages)  # before the Anthropic fake, which takes every /v1/messages
         self.deepseek_anthropic = fake_anthropic.MessagesFake(fake_anthropic.DeepSeek())
@@ -243,6 +245,9 @@ class FakeProvider(LoopbackServer):
         self.chat_hosts = fake_chat.routed_hosts()
         self.cerebras, self.mistral = self.chat_hosts["cerebras"], self.chat_hosts["mistral"]
         self.dialects[0:0] = self.chat_hosts.values()
+        # Kimi's Anthropic-compatible route, ahead of the moonshot chat fake whose routes start the same way.
+        self.kimi_anthropic = fake_anthropic.MessagesFake(fake_anthropic.Kimi())
+        self.dialects.insert(0, self.kimi_anthropic)
         self.bedrock = BedrockDialect()
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()

@@ -86,6 +86,18 @@ Rules enforced, with xAI's texts in its envelope `{"code": "invalid-argument", "
 A function call or message sent back without the reasoning item it came with is not refused: xAI answers, but the
 model goes on without that reasoning (https://github.com/duolahypercho/codex-router/issues/888). The fake answers
 200 and marks the answer `x-fake-degraded: reasoning-dropped`.
+DeepSeek (`POST /deepseek/responses`, standing for `https://api.deepseek.com/responses`, also under `/v1`)
+------------------------------------------------------------------------------------------------------
+DeepSeek's Responses API (https://api-docs.deepseek.com/guides/responses_api) is stateless and thinks unless
+`reasoning.effort` is "none" (https://api-docs.deepseek.com/guides/thinking_mode). Its reasoning is plain text: the
+reasoning item carries `content: [{"type": "reasoning_text", …}]`, an empty `summary` and no `encrypted_content`
+(https://github.com/NousResearch/hermes-agent/pull/97241); its stream sends `response.reasoning_text.delta` events
+(https://github.com/anomalyco/opencode/issues/39992). The item's `rs_…` id and the other ids are the fake's
+assumption. Its rule, in DeepSeek's OpenAI-style envelope:
+
+* a function call of a thinking answer sent back without a reasoning item right before its group: "The
+  `reasoning_text` in the thinking mode must be passed back to the API." (rikkahub/rikkahub #1629). Only presence is
+  checked: clients replay the item as `type` and `content` alone (hermes-agent #97241).
 """
 
 from __future__ import annotations
@@ -137,6 +149,8 @@ UNDECRYPTABLE = (
 COMPACTION_BLOB = "Could not decode the compaction blob. Ensure it is unmodified from the compact response."
 DEGRADED = "reasoning-dropped"
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
+# DeepSeek's, as https://github.com/rikkahub/rikkahub/issues/1629 quotes it from its Responses API.
+REASONING_TEXT_MISSING = "The `reasoning_text` in the thinking mode must be passed back to the API."
 
 
 def error(message: str, *, status: int = 400, param: str | None = "input", code: str | None = None) -> Reply:
@@ -484,10 +498,14 @@ class OpenAI:
             return Reply(200, response)
         return Reply(200, events=self.events(response, stub, completed, options))
 
-    @staticmethod
-    def events(response: dict, stub: str, completed: str | None, options: Options) -> list[bytes]:
+    @classmethod
+    def events(cls, response: dict, stub: str, completed: str | None, options: Options) -> list[bytes]:
         """The stream of fixture openai-responses/codecompanion_gpt5_reasoning_stream.sse: created, each item
         added/deltas/done, then completed."""
+        return numbered(cls.event_docs(response, stub, completed, options))
+
+    @staticmethod
+    def event_docs(response: dict, stub: str, completed: str | None, options: Options) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         started = {**response, "status": "in_progress", "output": [], "usage": None}
         events += [
@@ -580,10 +598,85 @@ class OpenAI:
             for item in response["output"]
         ]
         events.append({"type": "response.completed", "response": {**response, "output": final_output}})
-        return [
-            sse_event({"type": event["type"], "sequence_number": n, **event}, event["type"])
-            for n, event in enumerate(events)
+        return events
+
+
+def numbered(events: list[dict[str, Any]]) -> list[bytes]:
+    """Stream events as SSE, each with its `sequence_number`."""
+    return [
+        sse_event({"type": event["type"], "sequence_number": n, **event}, event["type"])
+        for n, event in enumerate(events)
+    ]
+
+
+class DeepSeek(OpenAI):
+    """DeepSeek's Responses API: stateless, plain-text reasoning items, every tool turn's reasoning back."""
+
+    name = "deepseek_responses"
+
+    def matches(self, route: str) -> bool:
+        return route.startswith("/deepseek/") and route.endswith("/responses")
+
+    def handle(self, fake: ResponsesFake, doc: dict, items: list[Any], options: Options) -> Reply:
+        model = str(doc.get("model", ""))
+        for position, item in enumerate(items):
+            if not (isinstance(item, dict) and item.get("type") == "function_call"):
+                continue
+            rs_id = fake.calls.get(str(item.get("call_id")), (None, None))[1]
+            if rs_id is None or fake.issued[rs_id].model != model:
+                continue
+            before = position - 1
+            while before >= 0 and fake.in_group(items[before], rs_id):
+                before -= 1
+            if before < 0 or not (isinstance(items[before], dict) and items[before].get("type") == "reasoning"):
+                envelope = {"message": REASONING_TEXT_MISSING, "type": "invalid_request_error", "param": None}
+                return Reply(400, {"error": {**envelope, "code": "invalid_request_error"}})
+        return self.answer(fake, {**doc, "store": False, "previous_response_id": None}, [], items, options)
+
+    def answer(self, fake: ResponsesFake, doc: dict, chain: list[Any], items: list[Any], options: Options) -> Reply:
+        streamed = bool(doc.get("stream"))
+        reply = super().answer(fake, {**doc, "stream": False}, chain, items, options)
+        response = reply.doc
+        for position, item in enumerate(response["output"]):
+            if item["type"] == "reasoning":
+                text = item["summary"][0]["text"]
+                plain = {"id": item["id"], "type": "reasoning", "summary": [], "content": [_reasoning_text(text)]}
+                response["output"][position] = plain
+                fake.issued[item["id"]].item = json.loads(json.dumps(plain))
+        if not streamed:
+            return reply
+        return Reply(200, events=numbered(_deepseek_events(response, options)))
+
+
+def _reasoning_text(text: str) -> dict[str, Any]:
+    return {"type": "reasoning_text", "text": text}
+
+
+def _deepseek_events(response: dict, options: Options) -> list[dict[str, Any]]:
+    """OpenAI's stream of the answer, its reasoning item's events those of plain-text reasoning."""
+    reasoning = next(item for item in response["output"] if item["type"] == "reasoning")
+    text = reasoning["content"][0]["text"]
+    with_summary = {
+        "output": [
+            {**item, "summary": [{"type": "summary_text", "text": text}]} if item is reasoning else item
+            for item in response["output"]
         ]
+    }
+    events = []
+    for event in OpenAI.event_docs({**response, **with_summary}, "", "", options):
+        kind = event["type"]
+        if kind.startswith("response.reasoning_summary"):
+            if kind == "response.reasoning_summary_text.delta":
+                events.append({**{k: v for k, v in event.items() if k != "summary_index"},
+                               "type": "response.reasoning_text.delta", "content_index": 0})  # fmt: skip
+            continue
+        if kind in ("response.output_item.added", "response.output_item.done") and event["item"]["type"] == "reasoning":
+            item = reasoning if kind.endswith("done") else {**reasoning, "content": []}
+            event = {**event, "item": item}
+        elif kind == "response.completed":
+            event = {**event, "response": response}
+        events.append(event)
+    return events
 
 
 class Xai:
