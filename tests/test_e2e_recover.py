@@ -32,6 +32,19 @@ STREAMS = pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream
 
 
 @pytest.fixture(scope="module")
+def proxy_state(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("recovering")
+
+
+@pytest.fixture(scope="module")
+def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[MitmdumpProcess]:
+    """A proxy with llm_recover on, as users run it (its default: tests/test_settings.py)."""
+    options = {"llm_cache": proxy_state / "cache.db", "llm_log": proxy_state / "events.jsonl", "llm_recover": "true"}
+    with reverse_proxy(fake.url, confdir, **options) as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
 def unrecovering(fake: FakeProvider, confdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The same proxy with llm_recover=false: requests go as the client made them."""
     state = tmp_path_factory.mktemp("unrecovering")

@@ -15,6 +15,7 @@ from llm_reasoning_proxy.dialects.gemini import GEMINI_SIGNATURE_MISSING
 from llm_reasoning_proxy.dialects.xai import REASONING_SUMMARY_MISSING
 from llm_reasoning_proxy.request.plans import recover_request
 from llm_reasoning_proxy.shared.records import recovered_places
+from llm_reasoning_proxy.shared.settings import OPTION_DEFAULTS, parse_settings
 from llm_reasoning_proxy.wire import by_name
 from llm_reasoning_proxy.wire.base import RepairContext
 from llm_reasoning_proxy.wire.gemini.repair import PLACEHOLDER_BASE64
@@ -294,3 +295,8 @@ def test_recover_request_checks_first_and_says_what_it_could_not_stand_in_for():
     doc = messages_request("claude-fable-5", thinking={"type": "adaptive"})
     actions, unrecovered = recover_request(ANTHROPIC, doc, context("claude-fable-5"))
     assert actions == [] and [v.rule for v in unrecovered] == [ANTHROPIC_THINKING_EXPECTED]
+
+
+def test_recovery_is_on_by_default():
+    # The end-to-end suite turns it off for every proxy that does not ask for it (tests/support/proxy.py).
+    assert parse_settings(OPTION_DEFAULTS).recover is True

@@ -208,8 +208,10 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     # in place, and a repair that does is not continued (below).
     doc[key] = [*window, *new_items]
     plan = reading.plan(doc, entry.model)
-    if plan.unrecovered or any(action.kind == "recovered" for action in plan.actions):
-        return None  # a recovery may change what is outside the new items (the request's thinking): read it whole
+    # A recovery may change what lies outside the new items (the request's thinking): read it whole. (What the check
+    # finds unrecoverable here is not said: it sees only the new items, whose tool results answer calls before them.)
+    if any(action.kind == "recovered" for action in plan.actions):
+        return None
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None
     if any(captured in entry.found for captured in plan.cache.by_name):
