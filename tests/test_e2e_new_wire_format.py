@@ -226,6 +226,30 @@ class Turns(Routed):
             )
         return actions, []
 
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        # Turns takes no call without the signature it issued: before sending no form is known, and a refused
+        # signature is only taken out.
+        turns = _turns(doc)
+        indexes = range(len(turns)) if refused is None else refused
+        actions = []
+        for index in indexes:
+            for call in model_calls(turns[index]) if 0 <= index < len(turns) else []:
+                if SIGNATURE in call:
+                    del call[SIGNATURE]
+                    actions.append(
+                        RepairAction(
+                            kind="recovered",
+                            location=f"turns[{index}]",
+                            index=index,
+                            fields=[SIGNATURE],
+                            tool_call_id=call_parts(call)[0],
+                            degraded=True,
+                            reason="refused signature taken out",
+                            rule=SIGNATURE_MISSING,
+                        )
+                    )
+        return actions
+
     def opaque_fragments(self, doc: Any, data_types: frozenset[str]) -> list[tuple[tuple[Any, ...], Any]]:
         return []  # a signature comes whole, never in pieces
 

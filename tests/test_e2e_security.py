@@ -102,6 +102,8 @@ def forward(confdir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         f"llm_log={state / 'events.jsonl'}",
         "--set",
         "llm_signature_placeholder=off",
+        "--set",
+        "llm_recover=false",  # a turn nothing is put back for fails as without the proxy
         confdir=confdir,
     ) as process:
         yield process

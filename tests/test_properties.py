@@ -89,9 +89,10 @@ def test_a_request_needing_no_repair_is_forwarded_byte_for_byte(
         flow = exchange.flow
         if scenario == "nothing cached":
             # The conversation goes on through the cache; the same bytes are sent again under a credential
-            # the proxy never saw (and with no Gemini placeholder, which is sent precisely when nothing is cached;
-            # the values it carries were issued to another account, which `test_foreign_values_...` covers).
-            with proxy.settings(signature_placeholder="off", remove_foreign=False):
+            # the proxy never saw (and with no Gemini placeholder or recovery, which are sent precisely when nothing
+            # is cached (tests/test_e2e_recover.py); the values it carries were issued to another account, which
+            # `test_foreign_values_...` covers).
+            with proxy.settings(signature_placeholder="off", remove_foreign=False, recover=False):
                 flow = proxy.send(chat.url, exchange.body, proxy.credential())
         assert repairs(flow) == []
         assert flow.request.raw_content == exchange.body

@@ -81,6 +81,13 @@ def requires_reasoning_content(model: str, doc: Any = None) -> bool:
     return any(d.requires_reasoning_content(model) and not d.thinking_off(model, doc) for d in DIALECTS)
 
 
+def empty_reasoning_accepted(model: str, doc: Any = None) -> bool:
+    """Whether every dialect that refuses a request for `model` without `reasoning_content` takes `""` there instead
+    (`doc`, the request, may turn the model's thinking off: then none of it is required)."""
+    requiring = [d for d in DIALECTS if d.requires_reasoning_content(model) and not d.thinking_off(model, doc)]
+    return bool(requiring) and all(d.empty_reasoning_accepted(model) for d in requiring)
+
+
 def message_fields() -> tuple[str, ...]:
     """The assistant-message fields of chat answers that some dialect adds to those every chat host knows."""
     return tuple(dict.fromkeys(name for dialect in DIALECTS for name in dialect.message_fields))
@@ -105,6 +112,7 @@ __all__ = [
     "ChatSignature",
     "Dialect",
     "chat_signature",
+    "empty_reasoning_accepted",
     "message_fields",
     "messages_thinking",
     "named",

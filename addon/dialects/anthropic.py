@@ -7,7 +7,7 @@ text of a missing thinking block links there). Each rule's captured text is name
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from .base import ANTHROPIC_THINKING_EXPECTED as ANTHROPIC_THINKING_EXPECTED
 from .base import IDS, TOOL_RESULT_MISSING, TOOL_RESULT_ORPHANED, B, Dialect, Rule, rx
@@ -223,6 +223,38 @@ RULES: tuple[Rule, ...] = (
         "a message other than the final assistant message has empty content",
     ),
 )
+
+
+# Claude models that refuse `thinking: {"type": "disabled"}` with a 400: Fable 5, Mythos 5 and Mythos Preview always
+# think (https://platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting, the table of thinking
+# support by model); Sonnet 5.5 takes "between_tools" instead, which still returns thinking blocks to send back
+# (https://platform.claude.com/docs/en/models/sonnet-5-5/whats-new-sonnet-5-5); Opus 5.5 as Sonnet 5.5
+# (https://github.com/danielmiessler/Fabric/pull/2306). The names as the Claude API, Bedrock ("anthropic.claude-…")
+# and Vertex AI ("claude-…@date") spell them.
+_ALWAYS_THINKING = re.compile(r"claude-(?:fable-5|mythos|(?:sonnet|opus)-5[-.]5(?!\d))")
+# Claude Opus 5 takes "disabled" only at effort high or lower: with effort xhigh or max it is a 400 (the same table).
+_OFF_UP_TO_HIGH = re.compile(r"claude-opus-5(?![-.]5(?!\d))(?!\.\d)")
+_ABOVE_HIGH = frozenset({"xhigh", "max"})
+
+
+class ThinkingOff(NamedTuple):
+    """How a request to a Claude model turns thinking off: `{"type": "disabled"}`, and the effort it must not exceed
+    then (None: any)."""
+
+    max_effort: str | None
+
+
+def thinking_off(model: str) -> ThinkingOff | None:
+    """How a request to `model` turns Claude's thinking off, so that no thinking block is required back (the API's own
+    error advises it: "To avoid this requirement, disable `thinking`"); None where the model refuses that."""
+    if _ALWAYS_THINKING.search(model):
+        return None
+    return ThinkingOff("high" if _OFF_UP_TO_HIGH.search(model) else None)
+
+
+def effort_too_high(effort: Any, off: ThinkingOff) -> bool:
+    """Whether an `output_config.effort` is above what a request with thinking off takes."""
+    return off.max_effort is not None and effort in _ABOVE_HIGH
 
 
 class Anthropic(Dialect):

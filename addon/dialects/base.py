@@ -174,6 +174,10 @@ class MessagesThinking(NamedTuple):
     refused_blocks: frozenset[str]  # block types it cannot read (a request holding one is refused whole)
     refused_rule: str  # the rule id of a request holding such a block
     missing_rule: str  # the rule id of an assistant turn sent back without its thinking
+    # What stands in for thinking the proxy cannot put back (llm_recover): "thinking_off", the request sent with
+    # thinking turned off, as Anthropic's own error advises; "empty_block", an empty thinking block where the provider
+    # only checks that one is there.
+    stand_in: str = "thinking_off"
 
 
 class Dialect:
@@ -228,6 +232,11 @@ class Dialect:
 
     def thinking_off(self, model: str, doc: Any) -> bool:
         """Whether a request turns `model`'s thinking off, so that none of it is required back."""
+        return False
+
+    def empty_reasoning_accepted(self, model: str) -> bool:
+        """Whether an assistant tool-call message it requires `reasoning_content` on is taken with `""` there: what
+        stands in for reasoning the proxy cannot put back (llm_recover)."""
         return False
 
     def reads_back(self, path: str, doc: Any) -> ReadBack:

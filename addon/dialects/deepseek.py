@@ -87,6 +87,11 @@ ANTHROPIC_ROUTE_THINKING = MessagesThinking(
     refused_blocks=frozenset({"redacted_thinking"}),
     refused_rule=REDACTED_THINKING_UNSUPPORTED,
     missing_rule=DEEPSEEK_THINKING_MISSING,
+    # Where no thinking can be put back, an empty thinking block: clients that add one to each tool turn that lacks
+    # it get answered (https://github.com/QwenLM/qwen-code/pull/3788; https://github.com/leookun/cursor-byok/pull/276,
+    # which measured the 400s gone over 1,100 requests), as DeepSeek checks that the block is there, not what it
+    # holds. Thinking stays on for the turn, which turning it off would not keep.
+    stand_in="empty_block",
 )
 
 
@@ -99,6 +104,12 @@ class DeepSeek(Dialect):
 
     def requires_reasoning_content(self, model: str) -> bool:
         return model.startswith(("deepseek-reasoner", "deepseek-v4"))
+
+    def empty_reasoning_accepted(self, model: str) -> bool:
+        # DeepSeek itself answers some tool calls with no reasoning at all, and a client that sends those back with
+        # `"reasoning_content": ""` is answered (https://github.com/GCWing/OpenBitFun/pull/605; the key left out is what
+        # it refuses: https://github.com/EverMind-AI/Raven/issues/297).
+        return True
 
     def messages_thinking(self, model: str, host: str | None = None, path: str = "") -> MessagesThinking | None:
         if not model.startswith("deepseek-"):

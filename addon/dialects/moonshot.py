@@ -47,6 +47,11 @@ class Moonshot(Dialect):
         # "kimi-k2-thinking-turbo" and older "-thinking" names too
         return name.startswith(THINKING_MODELS) or (name.startswith("kimi") and "thinking" in name)
 
+    def empty_reasoning_accepted(self, model: str) -> bool:
+        # An empty reasoning_content satisfies Kimi's check (https://github.com/anomalyco/opencode/pull/28542), on
+        # every model, where turning thinking off is refused by some (kimi-k2.7-code).
+        return True
+
     def thinking_off(self, model: str, doc: Any) -> bool:
         return thinking_option(doc, "type") == "disabled" and not model_name(model).startswith(ALWAYS_THINKING)
 

@@ -18,14 +18,14 @@ from ..request.plans import RepairPlan
 from ..request.resume import Outcome, Reading, remember_whole, resume
 from ..request.signing import SIGNED_REMEDY, body_signer
 from ..shared import compat, jsoncodec
-from ..shared.events import Repaired, loggable_actions
+from ..shared.events import Recovered, Repaired, loggable_actions
 from ..shared.failopen import after_sending, fail_open
 from ..shared.flow_meta import META, PENDING, RETRY_OF, complete_meta
-from ..shared.records import ActionTally, RepairAction, summarize_actions
+from ..shared.records import ActionTally, RepairAction, Violation, recovered_places, summarize_actions
 from ..shared.redact import masked_logger, redact_url
 from ..shared.scope import Caller, Identity, Scope
 from ..wire import WireFormat
-from .annotate import REPAIR_MARKER, add_comment, report_skip
+from .annotate import REPAIR_MARKER, add_comment, report_recovered, report_skip
 from .runtime import Runtime
 
 logger = masked_logger(__name__)
@@ -47,6 +47,7 @@ class RequestReport:
     plan: RepairPlan | None = None  # what the repair did or would do: kept for the explainer of an error answer
     repaired: Callable[[], None] | None = None  # the repair's event and log line, said once the answer is in
     repaired_at_once: bool = False  # said as soon as the request is on its way instead (flows are kept)
+    recovered: Recovered | None = None  # sent in the closest form the provider accepts (llm_recover)
 
     def skip(self, *reasons: str) -> None:
         self.skipped = [*(self.skipped or ()), *reasons]
@@ -133,6 +134,8 @@ class RequestRepair:
             add_comment(flow, report.comment)
         if report.plan is not None:
             self.runtime.remember_plan(flow.id, report.plan)
+        if report.recovered is not None and report.meta is not None:
+            report_recovered(flow, report.meta, events, report.recovered)
         if report.repaired is not None:
             if report.repaired_at_once:  # the flow's entry is complete as soon as mitmproxy has it
                 after_sending(flow.id, "repair log", events, report.repaired)
@@ -184,6 +187,7 @@ class RequestRepair:
             by_content,
             settings.remove_foreign,
             identity.derived,
+            settings.recover,
         )
         try:
             outcome = resume(self.runtime.history, reading, body) or self._read_whole(report, reading, body, restore)
@@ -202,6 +206,8 @@ class RequestRepair:
             report.skip(mismatch_note(plan.cache.mismatched, model))
         if plan.foreign_kept:
             report.skip(*(note for _, note in plan.foreign_kept))
+        if plan.unrecovered:
+            report.skip(*map(unrecovered_note, plan.unrecovered))
         actions = plan.actions
         if not actions:
             if plan.foreign_kept:  # the provider will refuse what had to stay: its diagnosis says why
@@ -225,6 +231,7 @@ class RequestRepair:
             compat.set_content(request, repaired)
             flow.marked = REPAIR_MARKER
             report.comment = "llm repaired: " + outcome.tally.describe() + note
+            report.recovered = recovered_before(flow, scope.host, caller.url(), wire_format.name, outcome.fresh)
         # Repair off too: an error answer is then explained with what the proxy would have done.
         report.plan = plan
         if keep:
@@ -293,3 +300,31 @@ class RequestRepair:
         if self._logged is None or self._logged_to is not self.runtime.events:  # a log opened afresh lists anew
             self._logged, self._logged_to = repair_log.RepairMemory(), self.runtime.events
         return self._logged.sort(scope, applied, actions)
+
+
+def recovered_before(
+    flow: http.HTTPFlow, host: str, url: str, wire_format: str, actions: list[RepairAction]
+) -> Recovered | None:
+    """The `recovered` event of a request changed before sending to the closest form its provider accepts (None: it
+    was not). A turn read from where the last one ended never holds one: a recovered turn is read whole."""
+    recovered = [action for action in actions if action.kind == "recovered"]
+    if not recovered:
+        return None
+    rules = ", ".join(dict.fromkeys(action.rule for action in recovered if action.rule))
+    return Recovered(
+        flow_id=flow.id,
+        host=host,
+        url=redact_url(url),
+        wire_format=wire_format,
+        how="before",
+        rule=rules or "unknown",
+        removed=recovered_places(recovered),
+    )
+
+
+def unrecovered_note(violation: Violation) -> str:
+    """What the proxy says of a rule a request still breaks that no form the provider accepts is known for."""
+    return (
+        f"llm_recover: no form the provider is known to accept stands in for {violation.rule} at "
+        f"{violation.describe()}; sent as it is"
+    )

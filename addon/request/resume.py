@@ -48,6 +48,7 @@ class Reading:
     by_content: bool
     remove_foreign: bool
     named_account: bool
+    recover: bool = False  # llm_recover
 
     @property
     def key(self) -> Hashable:
@@ -59,6 +60,7 @@ class Reading:
             self.by_content,
             self.remove_foreign,
             self.named_account,
+            self.recover,
         )
 
     def plan(self, doc: Any, model: str | None, *, restore: bool = True) -> RepairPlan:
@@ -74,6 +76,7 @@ class Reading:
             remove_foreign=self.remove_foreign,
             restore=restore,
             named_account=self.named_account,
+            recover=self.recover and restore,
         )
 
 
@@ -195,6 +198,8 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
         return None
     if "id_restored" in entry.tally.by_kind:  # tool results of a renamed call anywhere later are renamed too
         return None
+    if "recovered" in entry.tally.by_kind:  # sent in another form than the client's (thinking off, say)
+        return None
     if entry.pending and reading.store.get_many(str(reading.scope), entry.pending):
         return None  # an answer the earlier turn found nothing for is cached now: read it whole
     key = wire_format.items_key
@@ -203,6 +208,10 @@ def resume(memory: HistoryMemory, reading: Reading, body: bytes) -> Outcome | No
     # in place, and a repair that does is not continued (below).
     doc[key] = [*window, *new_items]
     plan = reading.plan(doc, entry.model)
+    # A recovery may change what lies outside the new items (the request's thinking): read it whole. (What the check
+    # finds unrecoverable here is not said: it sees only the new items, whose tool results answer calls before them.)
+    if any(action.kind == "recovered" for action in plan.actions):
+        return None
     if plan.foreign_kept or any(action.index < len(window) or action.kind in _REMOVING for action in plan.actions):
         return None
     if any(captured in entry.found for captured in plan.cache.by_name):

@@ -36,6 +36,13 @@ texts:
   thinking block sent back under another system prompt, other tools or other
   earlier messages than the request that produced it had.
 
+With thinking off (`{"type": "disabled"}`) no thinking block is required, as the API's own text says ("To avoid this
+requirement, disable `thinking`"); the request's `thinking` then holds nothing else (a `budget_tokens` left beside
+"disabled" gets pydantic's "Extra inputs are not permitted", in the wording sub2api PR #6677 quotes for
+`thinking.adaptive.block_binding`), and the models that always think refuse it (Claude Fable 5, Mythos, Sonnet and Opus
+5.5: https://platform.claude.com/docs/en/build-with-claude/thinking-troubleshooting; that text is the fake's own, the
+real one is not quoted anywhere), as Claude Opus 5 does at effort xhigh or max.
+
 Claude on Vertex AI (`…/publishers/anthropic/models/{model}:rawPredict` and `:streamRawPredict`) has the same rules
 behind Vertex's routes (https://docs.anthropic.com/en/api/claude-on-vertex-ai): the model is the one the path names,
 the body carries `"anthropic_version": "vertex-2023-10-16"` and no `model`, a stream is asked for on
@@ -61,6 +68,8 @@ Its rules, with DeepSeek's texts:
   request (HTTP 400, in an OpenAI-style envelope: https://github.com/OEvortex/aether/issues/31,
   https://github.com/NousResearch/hermes-agent/issues/17992). Only its presence is checked here: clients that send the
   block back without its signature are answered, so DeepSeek does not seem to verify what it holds.
+* thinking turned off while an effort is set is refused: "thinking options type cannot be disabled when
+  reasoning_effort is set" (https://github.com/ding113/claude-code-hub/issues/1257).
 
 Kimi on Moonshot's Anthropic-compatible API (`…/moonshot/anthropic/v1/messages`, standing for
 `https://api.moonshot.ai/anthropic/v1/messages`, and `…/coding/v1/messages` for Kimi For Coding): thinking when the
@@ -133,6 +142,15 @@ REDACTED_UNKNOWN = (
     "Failed to deserialize the JSON body into the target type: messages[{index}].content: unknown variant "
     "`redacted_thinking`, expected one of `text`, `thinking` at line 1 column {column}"
 )
+# DeepSeek's text for thinking turned off beside an effort.
+THINKING_OFF_WITH_EFFORT = "thinking options type cannot be disabled when reasoning_effort is set"
+# A `thinking` field of thinking turned off that holds more than its type (pydantic's text for an extra field).
+EXTRA_INPUT = "thinking.disabled.{name}: Extra inputs are not permitted"
+# The fake's own wording: the real text for a model that cannot turn thinking off is not quoted anywhere.
+CANNOT_DISABLE = "thinking.type: `disabled` is not supported by {model}"
+# Models that always think, and Claude Opus 5, which takes thinking off only at effort high or lower.
+_ALWAYS_THINKING = re.compile(r"claude-(?:fable-5|mythos|(?:sonnet|opus)-5[-.]5(?!\d))")
+_OPUS_5 = re.compile(r"claude-opus-5(?![-.]5(?!\d))(?!\.\d)")
 VERTEX_VERSION = "vertex-2023-10-16"
 _RAW_PREDICT = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:?]+):(?P<method>streamRawPredict|rawPredict)$")
 
@@ -140,6 +158,21 @@ _RAW_PREDICT = re.compile(r"/publishers/anthropic/models/(?P<model>[^/:?]+):(?P<
 def thinking_enabled(doc: dict) -> bool:
     thinking = doc.get("thinking")
     return isinstance(thinking, dict) and thinking.get("type") not in (None, "disabled")
+
+
+def thinking_off_problem(doc: dict) -> str | None:
+    """What Claude refuses in a request that turns thinking off, in its words; None if nothing (or thinking is on)."""
+    thinking = doc.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") != "disabled":
+        return None
+    extra = [name for name in thinking if name != "type"]
+    if extra:
+        return EXTRA_INPUT.format(name=extra[0])
+    model = str(doc.get("model", ""))
+    effort = (doc.get("output_config") or {}).get("effort")
+    if _ALWAYS_THINKING.search(model) or (_OPUS_5.search(model) and effort in ("xhigh", "max")):
+        return CANNOT_DISABLE.format(model=model)
+    return None
 
 
 def error(message: str) -> Reply:
@@ -302,10 +335,12 @@ class Anthropic:
         """What Claude refuses in a request, in its words; None if nothing. `asked`: the request's betas."""
         messages = doc.get("messages")
         if not isinstance(messages, list):
-            return None
+            return thinking_off_problem(doc)
         unsigned = _unsigned_block(messages)
-        if unsigned is not None or not thinking_enabled(doc):
+        if unsigned is not None:
             return unsigned
+        if not thinking_enabled(doc):
+            return thinking_off_problem(doc)
         last = max((i for i, m in enumerate(messages) if _is_role(m, "assistant")), default=None)
         for index, message in enumerate(messages):
             if not _is_role(message, "assistant"):
@@ -426,6 +461,9 @@ class DeepSeek(Anthropic):
             if _has(message, "redacted_thinking"):
                 column = recorded.body.find(b'"redacted_thinking"') + 1
                 return self.error(422, REDACTED_UNKNOWN.format(index=index, column=column))
+        effort = (doc.get("output_config") or {}).get("effort") or doc.get("reasoning_effort")
+        if not self.thinks(doc) and effort is not None:
+            return self.error(400, THINKING_OFF_WITH_EFFORT)
         if self.thinks(doc):
             for message in messages:
                 if _is_role(message, "assistant") and _has(message, "tool_use") and not _has(message, "thinking"):

@@ -119,6 +119,7 @@ ANTHROPIC_EXPECTED_THINKING = (
 )
 # The placeholder LiteLLM sends for Gemini 3 when a call lost its signature.
 LITELLM_DUMMY = base64.b64encode(b"skip_thought_signature_validator").decode()
+GEMINI_DUMMIES = frozenset({b"skip_thought_signature_validator", b"context_engineering_is_the_way_to_go"})
 
 
 FINAL_ANSWER = "The directory holds two files."
@@ -689,6 +690,17 @@ class OpenRouter(ChatProvider):
         return {"reasoning_details": details}, message, deltas
 
 
+def _dummy_signature(extra_content: Any) -> bool:
+    """Google's documented dummy signature (https://ai.google.dev/gemini-api/docs/thought-signatures), base64 as the
+    Gemini API takes it, which skips the check."""
+    google = extra_content.get("google") if isinstance(extra_content, dict) else None
+    signature = google.get("thought_signature") if isinstance(google, dict) else None
+    try:
+        return isinstance(signature, str) and base64.b64decode(signature, validate=True) in GEMINI_DUMMIES
+    except ValueError:
+        return False
+
+
 class GeminiCompat(ChatProvider):
     """Gemini's OpenAI-compatible endpoint: the first call's extra_content (its thought_signature) back on it."""
 
@@ -704,7 +716,7 @@ class GeminiCompat(ChatProvider):
         for index, _message, calls in _current_turn(messages):
             issued = fake.issued_calls.get(fake.issued_for(calls[0])[0], {}).get("extra_content")
             sent = calls[0].get("extra_content")
-            if issued is None or sent == issued:
+            if issued is None or sent == issued or _dummy_signature(sent):
                 continue
             name = calls[0].get("function", {}).get("name", "")
             text = GEMINI_MISSING_SIGNATURE.format(name=name, block=content_block(messages, index))

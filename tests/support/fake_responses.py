@@ -23,10 +23,13 @@ Rules enforced, with the real texts from the issues named (HTTP 400, envelope
 `{"error":{"message":…,"type":"invalid_request_error","param":"input","code":null}}`
 as in https://github.com/cline/cline/issues/12242):
 
-* a function call (matched by `call_id`; some clients omit the `fc_` id) or an
-  assistant message (matched by its `msg_` id) whose reasoning item is not
-  right before its group: "Item 'fc_…' of type 'function_call' was provided
-  without its required 'reasoning' item: 'rs_…'." (the ids the fake issued).
+* a function call or an assistant message sent with the `fc_`/`msg_` id it was
+  issued whose reasoning item is not right before its group: "Item 'fc_…' of
+  type 'function_call' was provided without its required 'reasoning' item:
+  'rs_…'." (the ids the fake issued). The pair is checked by item id: an item
+  sent without its id is taken without its reasoning
+  (https://github.com/laravel/ai/pull/1052 sends a function call's id only
+  beside its reasoning, its output paired by `call_id`).
   The group is the items of the same response, with tool outputs allowed in
   between (clients that interleave calls and outputs); how strict the real
   service is about interleaving is not known;
@@ -362,7 +365,7 @@ class OpenAI:
             if item.get("type") == "reasoning":
                 following = whole[position + 1] if position + 1 < len(whole) else None
                 failure = self._check_reasoning(fake, item, following, model, wording)
-            elif item.get("type") == "function_call" and item.get("call_id") in fake.calls:
+            elif item.get("type") == "function_call" and item.get("call_id") in fake.calls and item.get("id"):
                 fc_id, rs_id = fake.calls[item["call_id"]]
                 failure = self._check_produced(fake, whole, position, fc_id, "function_call", rs_id, model)
             elif _is_message(item, "assistant") and item.get("id") in fake.messages:

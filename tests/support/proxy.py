@@ -51,6 +51,10 @@ class MitmdumpProcess:
         python: Path | None = None,  # runs the mitmdump script with this Python, unbuffered
     ) -> None:
         script_args = ["-s", str(script)] if addon else []
+        # llm_recover is off unless a test sets it: most tests show what the repair puts back, and that a turn it has
+        # nothing for fails as it would without the proxy; tests/test_e2e_recover.py runs it on, as users do.
+        if addon and not any(arg.startswith("llm_recover=") for arg in args):
+            script_args += ["--set", "llm_recover=false"]
         self.command = [
             *([str(python), "-u"] if python else []),
             str(mitmdump),

@@ -46,6 +46,7 @@ from .check import check_messages
 from .foreign import remove_foreign_thinking
 from .messages import has_tool_result, thinking_on, tool_uses, use_parts
 from .reader import NAME, TEXT_FIELDS, AnthropicReader
+from .recover import recover_messages
 from .repair import BLOCKS, repair_messages, repair_targets
 
 # Amazon Bedrock's InvokeModel routes take the Messages body without `model` (the path names it) and with
@@ -147,6 +148,10 @@ class AnthropicMessages(Routed):
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return check_messages(doc, messages, context) if isinstance(messages, list) else []
+
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        return recover_messages(doc, messages, context, refused) if isinstance(messages, list) else []
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         content = assistant_blocks(item_at(doc, self.items_key, index))

@@ -50,6 +50,7 @@ from .check import check_messages
 from .foreign import remove_foreign_reasoning
 from .messages import thinking_enabled, tool_uses, use_parts
 from .reader import NAME, TEXT_FIELD, ConverseReader
+from .recover import recover_messages
 from .repair import BLOCKS, repair_messages, repair_targets
 from .stream import REASONING
 
@@ -104,6 +105,12 @@ class BedrockConverse(Routed):
         if not isinstance(messages, list) or not thinking_enabled(doc):
             return []
         return check_messages(messages)
+
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        if not isinstance(messages, list) or not thinking_enabled(doc):
+            return []
+        return recover_messages(doc, messages, context, refused)
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         content = assistant_blocks(item_at(doc, self.items_key, index))

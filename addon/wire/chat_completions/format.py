@@ -40,6 +40,7 @@ from .fields import DIALECT_FIELDS, THINK_FIELD, THINKING_FIELD, opaque_delta_fr
 from .foreign import remove_foreign_values
 from .messages import block_to_message, call_parts, is_assistant, tool_calls
 from .reader import NAME, ChatCompletionsReader
+from .recover import recover_messages
 from .repair import repair_messages
 
 
@@ -119,6 +120,10 @@ class ChatCompletions(Routed):
     def check(self, doc: Any, context: RepairContext) -> list[Violation]:
         messages = doc.get("messages") if isinstance(doc, dict) else None
         return check_messages(messages, context, doc) if isinstance(messages, list) else []
+
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        messages = doc.get("messages") if isinstance(doc, dict) else None
+        return recover_messages(doc, messages, context, refused) if isinstance(messages, list) else []
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         message = item_at(doc, self.items_key, index)

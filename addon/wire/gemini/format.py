@@ -44,6 +44,7 @@ from .parts import (
     text_key,
 )
 from .reader import GeminiReader
+from .recover import recover_contents
 from .repair import (
     PLACEHOLDER_BASE64,
     PLACEHOLDER_PHRASE,
@@ -122,6 +123,13 @@ class GeminiNative(Routed):
             )
             for index, position, part, call in unsigned_current_calls(contents)
         ]
+
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        # Before sending, the repair's placeholder is all there is (see recover.py): only refused signatures change.
+        contents = doc.get("contents") if isinstance(doc, dict) else None
+        if not isinstance(contents, list) or refused == []:
+            return []
+        return recover_contents(contents, context, refused)
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         content = item_at(doc, self.items_key, index)

@@ -43,6 +43,7 @@ from ..base import (
 from .foreign import remove_foreign_items
 from .items import NAME, call_parts, is_input_side, is_model_output, may_follow_reasoning, reasoning_item_id, string
 from .reader import ResponsesReader
+from .recover import recover_items
 from .repair import (
     insert_missing,
     lacks_summary,
@@ -164,6 +165,13 @@ class Responses(Routed):
                 if lacks_summary(item)
             ]
         return violations
+
+    def recover(self, doc: Any, context: RepairContext, refused: list[int] | None) -> list[RepairAction]:
+        items = doc.get("input") if isinstance(doc, dict) else None
+        if not isinstance(items, list):
+            return []
+        summary_required = dialects.reasoning_summary_required(context.host, context.path, context.model or "")
+        return recover_items(items, refused, summary_required)
 
     def calls_at(self, doc: Any, index: int | None) -> list[tuple[str | None, str | None, Any]]:
         item = item_at(doc, self.items_key, index)
