@@ -60,6 +60,7 @@ def proxy_with(fake: FakeProvider, confdir: Path, state: Path):
     started: list[MitmdumpProcess] = []
 
     def start(*args: str, **options: object) -> MitmdumpProcess:
+        options = {"llm_recover": "true", **options}  # the suite's proxies run without it unless asked
         process = reverse_proxy(
             fake.url, confdir, *args, llm_cache=state / "cache.db", llm_log=state / "events.jsonl", **options
         ).start()
@@ -146,7 +147,7 @@ def test_sent_again_as_mitmproxy_sends_requests(tmp_path: Path, confdir: Path, a
     fake = _TLSFake(tmp_path).start()
     trusted = ("--set", f"ssl_verify_upstream_trusted_ca={fake.ca_file}")
     log = tmp_path / "events.jsonl"
-    options = ("--set", f"llm_cache={tmp_path / 'cache.db'}", "--set", f"llm_log={log}")
+    options = ("--set", f"llm_cache={tmp_path / 'cache.db'}", "--set", f"llm_log={log}", "--set", "llm_recover=true")
     processes = []
     try:
         if mode == "upstream":

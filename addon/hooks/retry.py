@@ -29,6 +29,7 @@ from ..shared import compat, jsoncodec
 from ..shared.events import Recovered
 from ..shared.failopen import FailOpen
 from ..shared.flow_meta import RETRY_OF, flow_meta
+from ..shared.headers import listed_values
 from ..shared.limits import MAX_DECODED_BYTES, cut_text
 from ..shared.records import RepairAction, recovered_places
 from ..shared.redact import masked_logger, redact_url
@@ -131,6 +132,7 @@ class RefusalRetry:
             model=meta.get("request_model"),
             host=request.pretty_host.lower(),
             placeholder=settings.signature_placeholder,
+            betas=listed_values(request.headers, b"anthropic-beta"),
         )
         refused = refused_places(kind, diagnosis.get("location"))
         made = retry_body(wire_format, message_body(request, MAX_DECODED_BYTES), context, refused)
