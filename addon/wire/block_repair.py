@@ -138,14 +138,17 @@ def emptied(part: dict[str, Any], form: BlockForm) -> bool:
     return not unsigned(part) and part.get(form.text_key) in ("", None)
 
 
-def mangled(block: Any, form: BlockForm, *, keep_empty: bool) -> bool:
-    """Whether a reasoning block may have been sent back otherwise than issued: unsigned, or (unless the request
-    asked for empty texts, `keep_empty`) signed with its text empty. Only the capture can tell."""
+def mangled(block: Any, form: BlockForm, *, keep_empty: bool, keep_unsigned: bool = False) -> bool:
+    """Whether a reasoning block may have been sent back otherwise than issued: unsigned (unless the provider takes
+    unsigned blocks, `keep_unsigned`), or (unless the request asked for empty texts, `keep_empty`) signed with its
+    text empty. Only the capture can tell."""
     part = form.signed_part(block)
-    return part is not None and (unsigned(part) or (not keep_empty and emptied(part, form)))
+    return part is not None and ((unsigned(part) and not keep_unsigned) or (not keep_empty and emptied(part, form)))
 
 
-def mangled_targets(messages: list[Any], form: BlockForm, *, keep_empty: bool = False) -> list[int]:
+def mangled_targets(
+    messages: list[Any], form: BlockForm, *, keep_empty: bool = False, keep_unsigned: bool = False
+) -> list[int]:
     """The assistant messages, of any turn, that hold tool calls (what finds their capture) and a reasoning block
     that may have been mangled."""
     return [
@@ -153,12 +156,18 @@ def mangled_targets(messages: list[Any], form: BlockForm, *, keep_empty: bool = 
         for index, message in enumerate(messages)
         if (content := assistant_blocks(message))
         and form.tool_uses(content)
-        and any(mangled(block, form, keep_empty=keep_empty) for block in content)
+        and any(mangled(block, form, keep_empty=keep_empty, keep_unsigned=keep_unsigned) for block in content)
     ]
 
 
 def put_back_issued(
-    messages: list[Any], targets: list[int], cache: CacheView, form: BlockForm, *, keep_empty: bool
+    messages: list[Any],
+    targets: list[int],
+    cache: CacheView,
+    form: BlockForm,
+    *,
+    keep_empty: bool,
+    keep_unsigned: bool = False,
 ) -> list[RepairAction]:
     """Puts back, in each target, the reasoning blocks as the capture of its tool calls holds them where the client
     sent them mangled: one with its text emptied by the block its signature names, one without a signature by the
@@ -169,7 +178,7 @@ def put_back_issued(
         content = messages[index]["content"]
         hit = _first_hit(content, cache, form)
         issued = _cached_blocks(hit.record, form, ()) if hit is not None else []
-        for position, fields in _mend(content, issued, form, keep_empty):
+        for position, fields in _mend(content, issued, form, keep_empty, keep_unsigned):
             actions.append(
                 RepairAction(
                     kind="restored",
@@ -185,7 +194,7 @@ def put_back_issued(
 
 
 def _mend(
-    content: list[Any], issued: list[dict[str, Any]], form: BlockForm, keep_empty: bool
+    content: list[Any], issued: list[dict[str, Any]], form: BlockForm, keep_empty: bool, keep_unsigned: bool
 ) -> list[tuple[int, list[str]]]:
     """Replaces the mangled reasoning blocks of `content` with the `issued` ones they stand for; returns the position
     of each and the names of the fields that differed."""
@@ -206,6 +215,8 @@ def _mend(
         if part is None:
             continue
         if unsigned(part):
+            if keep_unsigned:
+                continue
             original = issued[number] if in_order else None
         elif not keep_empty and emptied(part, form):
             original = by_signature.get(part["signature"])

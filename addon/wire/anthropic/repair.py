@@ -91,5 +91,10 @@ def repair_messages(doc: Any, messages: list[Any], cache: CacheView, context: Re
     targets = repair_targets(messages, every_turn=rules is not None and rules.every_turn)
     actions += block_repair.give_back(messages, targets, cache, BLOCKS, refused)
     keep_empty = redacted_display(doc, context)
-    mangled = block_repair.mangled_targets(messages, BLOCKS, keep_empty=keep_empty)
-    return actions + block_repair.put_back_issued(messages, mangled, cache, BLOCKS, keep_empty=keep_empty)
+    # Only Claude refuses an unsigned thinking block (as the check says): a provider with rules of its own takes one
+    # (Kimi's `signature: ""`, opencode PR #44713; DeepSeek streams none), so one sent unsigned is its client's to send.
+    keep_unsigned = rules is not None
+    mangled = block_repair.mangled_targets(messages, BLOCKS, keep_empty=keep_empty, keep_unsigned=keep_unsigned)
+    return actions + block_repair.put_back_issued(
+        messages, mangled, cache, BLOCKS, keep_empty=keep_empty, keep_unsigned=keep_unsigned
+    )
