@@ -28,6 +28,7 @@ from tests.test_e2e_anthropic import (
     request,
     results,
 )
+from tests.test_e2e_recover import messages_turn_two, send
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -209,3 +210,23 @@ def test_the_flow_file_the_check_and_the_report_show_it(
         page = state / f"{source.stem}.html"
         assert offline_cli("report", str(source), "-o", str(page)).returncode == 0
         assert "sent again after its 400" in page.read_text()
+
+
+def test_a_request_changed_before_sending_is_not_sent_again(
+    fake: FakeProvider, proxy_with, state: Path, api_key: str
+) -> None:
+    """At most one change per client request: one that went with thinking off and is refused all the same (here a
+    refusal the fake is told to give) reaches the client as refused, the provider asked once."""
+    proxy = proxy_with()
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    body, _ = messages_turn_two(fake, api_key, "/v1/messages", "claude-sonnet-4-5", thinking=thinking)
+    before = len(fake.find("x-api-key", api_key))
+    text = base64.b64encode(INVALID.encode()).decode()
+    refused = send(proxy.url, "/v1/messages", api_key, body, status="400", say=text)
+    assert refused.status_code == 400
+    (sent,) = fake.find("x-api-key", api_key)[before:]
+    assert sent.doc["thinking"] == {"type": "disabled"}  # changed before sending
+    (event,) = recovered_events(state)
+    assert event["how"] == "before"
+    LogTail(state / "events.jsonl", whole=True).wait_for("diagnosed")
+    assert len(fake.find("x-api-key", api_key)) == before + 1
