@@ -14,6 +14,7 @@ from llm_reasoning_proxy.shared.flow_meta import RETRY_OF
 from mitmproxy import io
 
 from tests.support.event_log import LogTail
+from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
@@ -28,7 +29,7 @@ from tests.test_e2e_anthropic import (
     request,
     results,
 )
-from tests.test_e2e_recover import messages_turn_two, send
+from tests.test_e2e_recover import chat_turn_two, send
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -215,18 +216,18 @@ def test_the_flow_file_the_check_and_the_report_show_it(
 def test_a_request_changed_before_sending_is_not_sent_again(
     fake: FakeProvider, proxy_with, state: Path, api_key: str
 ) -> None:
-    """At most one change per client request: one that went with thinking off and is refused all the same (here a
-    refusal the fake is told to give) reaches the client as refused, the provider asked once."""
+    """At most one change per client request: one that went with an empty reasoning_content and is refused all the
+    same (a refusal the fake is told to give) reaches the client as refused, the provider asked once; a second
+    sending would have gone without any reasoning state."""
     proxy = proxy_with()
-    thinking = {"type": "enabled", "budget_tokens": 2048}
-    body, _ = messages_turn_two(fake, api_key, "/v1/messages", "claude-sonnet-4-5", thinking=thinking)
+    path = "/v1/chat/completions"
+    body, _ = chat_turn_two(fake, api_key, path, "deepseek-v4-pro")
     before = len(fake.find("x-api-key", api_key))
-    text = base64.b64encode(INVALID.encode()).decode()
-    refused = send(proxy.url, "/v1/messages", api_key, body, status="400", say=text)
+    text = base64.b64encode(DEEPSEEK_MISSING_REASONING.format(index=1).encode()).decode()
+    refused = send(proxy.url, path, api_key, body, status="400", say=text)
     assert refused.status_code == 400
-    (sent,) = fake.find("x-api-key", api_key)[before:]
-    assert sent.doc["thinking"] == {"type": "disabled"}  # changed before sending
     (event,) = recovered_events(state)
     assert event["how"] == "before"
     LogTail(state / "events.jsonl", whole=True).wait_for("diagnosed")
-    assert len(fake.find("x-api-key", api_key)) == before + 1
+    (sent,) = fake.find("x-api-key", api_key)[before:]
+    assert sent.doc["messages"][1]["reasoning_content"] == ""  # changed before sending, and only then
