@@ -13,12 +13,15 @@ from llm_reasoning_proxy.hooks.annotate import RECOVER_MARKER
 from llm_reasoning_proxy.shared.flow_meta import RETRY_OF
 from mitmproxy import io
 
+from tests import test_e2e_gemini as gemini
+from tests import test_e2e_responses as responses
 from tests.support.event_log import LogTail
 from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.tls_upstream import server_context
+from tests.support.turns import client
 from tests.test_e2e_anthropic import (
     ANSWER,
     QUESTION,
@@ -231,3 +234,49 @@ def test_a_request_changed_before_sending_is_not_sent_again(
     LogTail(state / "events.jsonl", whole=True).wait_for("diagnosed")
     (sent,) = fake.find("x-api-key", api_key)[before:]
     assert sent.doc["messages"][1]["reasoning_content"] == ""  # changed before sending, and only then
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_responses_encrypted_content_the_provider_no_longer_takes_is_sent_again_without_it(
+    fake: FakeProvider, proxy_with, state: Path, api_key: str, stream: bool
+) -> None:
+    """OpenAI refusing its own value (openai/codex #8120, 2025-12-16), which the proxy captured and the client sent as
+    issued: the session would end there. Sent again without that reasoning item, and its call without its `fc_` id."""
+    proxy = proxy_with()
+    proxied = client(proxy.url, api_key, wording="2026")
+    _, output, _ = responses.create(proxied, [responses.QUESTION], stream=stream)
+    reasoning, call = output
+    fake.responses.revoked.add(reasoning["encrypted_content"])
+    before = len(fake.find("authorization", f"Bearer {api_key}"))
+
+    turn_two = [responses.QUESTION, reasoning, call, *responses.results(output)]
+    assert responses.create(proxied, turn_two, stream=stream)[2] == responses.FINAL_ANSWER
+    first, again = fake.find("authorization", f"Bearer {api_key}")[before:]
+    assert first.status == 400 and [item.get("type") for item in first.doc["input"]][1] == "reasoning"
+    kinds = [item.get("type") for item in again.doc["input"]]
+    assert "reasoning" not in kinds and "id" not in again.doc["input"][1]
+    (event,) = recovered_events(state)
+    assert (event["how"], event["first_status"], event["status"]) == ("retry", 400, 200)
+    assert event["removed"][0].startswith("input[1]") and reasoning["id"] in event["first_error"]
+
+
+@pytest.mark.parametrize("mode", ["plain", "sse"], ids=["plain", "streamed"])
+def test_a_corrupted_thought_signature_is_sent_again_with_the_placeholder(
+    fake: FakeProvider, proxy_with, state: Path, api_key: str, mode: str
+) -> None:
+    """A Gemini 3 signature from another model's answer, which the proxy never saw (turn 1 went straight to Google):
+    Google's documented placeholder stands in for it on the second sending."""
+    proxy = proxy_with()
+    path = gemini.route(mode=mode)
+    turn = gemini.GeminiClient(fake.url, api_key).turn(path, [gemini.QUESTION])
+    other = gemini.GeminiClient(fake.url, api_key).turn(
+        gemini.route(mode=mode, model="gemini-3-flash-preview"), [gemini.QUESTION]
+    )
+    swapped = {"role": "model", "parts": [dict(part) for part in turn["parts"]]}
+    swapped["parts"][0]["thoughtSignature"] = other["parts"][0]["thoughtSignature"]
+    answered = gemini.GeminiClient(proxy.url, api_key).post(path, [gemini.QUESTION, swapped, gemini.results_for(turn)])
+    assert answered.status_code == 200, answered.text
+    (event,) = recovered_events(state)
+    assert (event["how"], event["first_status"]) == ("retry", 400)
+    assert "Corrupted thought signature." in event["first_error"]
+    assert event["removed"] == ["contents[1].parts[0]: thoughtSignature"]
