@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.support.event_log import LogTail
-from tests.support.fake_anthropic import MISSING_THINKING, THINKING_MISSING
+from tests.support.fake_anthropic import MISSING_THINKING, SIGNATURE_REQUIRED, THINKING_MISSING
 from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING, KIMI_MISSING
 from tests.support.fake_provider import FakeProvider
 from tests.support.fake_responses import COMPACTION_BLOB, DEGRADED
@@ -113,6 +113,28 @@ def test_anthropic_turn_two_goes_with_thinking_off(
     assert sent["thinking"] == {"type": "disabled"} and sent["messages"] == body["messages"]
     event = recovered(proxy_state, call_id)
     assert (event["rule"], event["removed"]) == ("anthropic_thinking_expected", ["messages[1]: thinking"])
+
+
+@STREAMS
+def test_anthropic_thinking_saved_without_its_signature_goes_with_thinking_off(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, unrecovering: str, api_key: str, stream: bool
+) -> None:
+    """A session a client saved without signatures, resumed through a proxy that never saw it (opencode #25005)."""
+    thinking = {"type": "enabled", "budget_tokens": 2048}
+    body, call_id = messages_turn_two(fake, api_key, "/v1/messages", "claude-sonnet-4-5", thinking=thinking)
+    body["messages"][1]["content"].insert(0, {"type": "thinking", "thinking": "I will list it."})
+    body |= {"stream": stream}
+    assert error_text(send(unrecovering, "/v1/messages", api_key, body, steps="2")) == SIGNATURE_REQUIRED.format(
+        index=1, block=0
+    )
+
+    answered(send(proxy.url, "/v1/messages", api_key, body, steps="2"), stream)
+    sent = fake.last("/v1/messages").doc
+    assert sent["thinking"] == {"type": "disabled"}
+    assert [block["type"] for block in sent["messages"][1]["content"]] == ["tool_use"]
+    event = recovered(proxy_state, call_id)
+    assert event["rule"] == "anthropic_signature_missing, anthropic_thinking_expected"
+    assert event["removed"] == ["messages[1].content[0]: thinking", "messages[1]: thinking"]
 
 
 def test_anthropic_adaptive_thinking_goes_off_and_a_model_that_cannot_is_sent_as_it_is(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from llm_reasoning_proxy.dialects.anthropic import ANTHROPIC_THINKING_EXPECTED
+from llm_reasoning_proxy.dialects.anthropic import ANTHROPIC_SIGNATURE_MISSING, ANTHROPIC_THINKING_EXPECTED
 from llm_reasoning_proxy.dialects.base import REASONING_CONTENT_MISSING
 from llm_reasoning_proxy.dialects.copilot import VERTEX_SIGNATURE_MISSING
 from llm_reasoning_proxy.dialects.deepseek import DEEPSEEK_THINKING_MISSING
@@ -65,6 +65,25 @@ def test_anthropic_turns_thinking_off_and_takes_out_the_blocks_left():
     ]
     assert actions[0].reason == "thinking turned off for this request" and actions[0].degraded
     assert actions[0].tool_call_id == "toolu_1"
+    assert ANTHROPIC.check(doc, context("claude-sonnet-4-5")) == []
+
+
+def test_anthropic_unsigned_thinking_nothing_cached_for_goes_and_then_thinking_off():
+    """A session saved without signatures, resumed where no capture holds them ("thinking.signature: Field
+    required"): the unsigned blocks go, as refused ones would, then thinking is off for the turn that lost them."""
+    doc = messages_request("claude-sonnet-4-5")
+    doc["messages"][3]["content"].insert(0, {"type": "thinking", "thinking": "saved without its signature"})
+    recovered, unrecovered = recover_request(ANTHROPIC, doc, context("claude-sonnet-4-5"))
+    assert unrecovered == []
+    assert [(a.rule, a.location, a.reason) for a in recovered][:2] == [
+        (
+            ANTHROPIC_SIGNATURE_MISSING,
+            "messages[3].content[0]",
+            "thinking block sent without its signature, which nothing cached holds, taken out",
+        ),
+        (ANTHROPIC_THINKING_EXPECTED, "messages[3]", "thinking turned off for this request"),
+    ]
+    assert doc["thinking"] == {"type": "disabled"}
     assert ANTHROPIC.check(doc, context("claude-sonnet-4-5")) == []
 
 

@@ -18,7 +18,12 @@ import re
 from typing import Any
 
 from ... import dialects
-from ...dialects.anthropic import ANTHROPIC_THINKING_EXPECTED, effort_too_high, thinking_off
+from ...dialects.anthropic import (
+    ANTHROPIC_SIGNATURE_MISSING,
+    ANTHROPIC_THINKING_EXPECTED,
+    effort_too_high,
+    thinking_off,
+)
 from ...shared.records import RepairAction, Violation
 from ..base import RepairContext, assistant_blocks
 from .check import check_messages
@@ -28,6 +33,7 @@ THINKING_OFF = "thinking turned off for this request"
 EMPTY_BLOCK = "empty thinking block sent"
 _TAKEN_OUT_OFF = "thinking block taken out: thinking is off for this request"
 _TAKEN_OUT_REFUSED = "thinking block the provider refused, taken out"
+_TAKEN_OUT_UNSIGNED = "thinking block sent without its signature, which nothing cached holds, taken out"
 # The block DeepSeek takes for a tool turn it has no thinking of (see addon/dialects/deepseek.py).
 _EMPTY_THINKING = {"type": "thinking", "thinking": "", "signature": ""}
 _MESSAGE_AT = re.compile(r"^messages\[(\d+)\]")
@@ -129,11 +135,19 @@ def recover_messages(
     takes in place of thinking the check finds missing: thinking off, or an empty block where that is what it checks."""
     indexes = list(range(len(messages))) if refused is None else refused
     taken = take_out_thinking(messages, indexes, _TAKEN_OUT_REFUSED, None) if indexes else []
+    # Claude takes no thinking block without its signature (the repair put back the one it saw issued, if any): it
+    # goes as a refused one would.
+    unsigned = {
+        _message_index(v) for v in check_messages(doc, messages, context) if v.rule == ANTHROPIC_SIGNATURE_MISSING
+    }
+    taken += take_out_thinking(
+        messages, sorted(unsigned - set(indexes)), _TAKEN_OUT_UNSIGNED, ANTHROPIC_SIGNATURE_MISSING
+    )
     violations = _missing_thinking(doc, messages, context)
     if not violations:
         return taken
     for action in taken:
-        action.rule = violations[0].rule
+        action.rule = action.rule or violations[0].rule
     rules = dialects.messages_thinking(context.model or "", context.host, context.path)
     if rules is not None and rules.stand_in == "empty_block":
         return taken + send_empty_blocks(messages, violations)
