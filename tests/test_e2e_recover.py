@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests import test_e2e_bedrock as bedrock
 from tests.support.event_log import LogTail
 from tests.support.fake_anthropic import MISSING_THINKING, SIGNATURE_REQUIRED, THINKING_MISSING
 from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING, KIMI_MISSING
@@ -253,3 +254,27 @@ def test_a_request_that_needs_nothing_reaches_the_provider_byte_identical(
     response = httpx.post(f"{proxy.url}/v1/messages", content=raw, headers=headers, timeout=30)
     assert response.status_code == 200, response.text
     assert fake.last("/v1/messages").body == raw
+
+
+# Bedrock Converse -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_converse_turn_two_goes_with_thinking_off(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, unrecovering: str, stream: bool
+) -> None:
+    """Turn 1 went straight to Bedrock; turn 2, its reasoning dropped, comes through a proxy that never saw it."""
+    client = bedrock.Client(fake)
+    content, messages = bedrock.converse_turn_two(fake, fake.url, client, stream=stream)
+    action = "converse-stream" if stream else "converse"
+    refused = client.post(unrecovering, action, bedrock.converse(messages))
+    assert refused.status_code == 400 and refused.json() == bedrock.REFUSED
+
+    answered = client.post(proxy.url, action, bedrock.converse(messages))
+    assert "".join(b.get("text", "") for b in bedrock.converse_answer(answered, stream=stream)) == bedrock.ANSWER
+    sent = fake.last("/converse").doc
+    assert sent["additionalModelRequestFields"]["thinking"] == {"type": "disabled"}
+    assert sent["messages"] == messages
+    (call_id,) = bedrock.uses_of(content)
+    event = recovered(proxy_state, call_id)
+    assert event["wire_format"] == "bedrock_converse" and event["removed"] == [
+        "messages[1]: additionalModelRequestFields.thinking"
+    ]
