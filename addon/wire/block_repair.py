@@ -1,6 +1,7 @@
 """Giving cached reasoning blocks back to assistant messages made of content blocks, as Anthropic Messages and
-Bedrock Converse both hold them: which messages may take them, which blocks a record gives, and where they go; and
-putting back, as issued, the blocks a client sent back mangled (its text emptied, its signature dropped).
+Bedrock Converse both hold them: which messages may take them, which blocks a record gives, and where they go;
+putting back, as issued, the blocks a client sent back mangled (its text emptied, its signature dropped); and, when
+nothing can be put back (llm_recover), taking reasoning blocks out and thinking off as Claude takes it.
 
 Each format says how its blocks read (`BlockForm`); the walk is the same for both.
 """
@@ -12,8 +13,11 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
-from ..shared.records import ReasoningRecord, RepairAction
+from ..dialects.anthropic import effort_too_high, thinking_off
+from ..shared.records import ReasoningRecord, RepairAction, Violation
 from .base import CacheView, CallHit, assistant_blocks
+
+THINKING_OFF = "thinking turned off for this request"
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,3 +235,65 @@ def _mend(
         content[position] = copy.deepcopy(original)
         mended.append((position, fields))
     return mended
+
+
+def violation_index(violation: Violation) -> int:
+    """The index in `messages` of the place a violation names ("messages[3].content[0]")."""
+    return int(violation.location.split("]", 1)[0].split("[", 1)[1])
+
+
+def take_out_reasoning(
+    messages: list[Any], indexes: list[int], form: BlockForm, reason: str, rule: str | None
+) -> list[RepairAction]:
+    """Drops the reasoning blocks of the assistant messages at `indexes` (llm_recover), from the end so that the
+    positions before stay valid. A block that is all its message holds stays: the message cannot go empty."""
+    actions: list[RepairAction] = []
+    for index in sorted(set(indexes), reverse=True):
+        content = assistant_blocks(messages[index]) if 0 <= index < len(messages) else None
+        if not content:
+            continue
+        uses = form.tool_uses(content)
+        call_id = form.use_parts(uses[0])[0] if uses else None
+        for position in reversed(range(len(content))):
+            if not form.is_reasoning(content[position]) or len(content) == 1:
+                continue
+            kind = form.kind(content[position]) or "reasoning"
+            del content[position]
+            location = f"messages[{index}].content[{position}]"
+            actions.append(
+                RepairAction("recovered", location, index, [kind], call_id, degraded=True, reason=reason, rule=rule)
+            )
+    actions.reverse()
+    return actions
+
+
+def turn_thinking_off(
+    settings: dict[str, Any], keys: tuple[str, ...], prefix: str, model: str, violation: Violation
+) -> RepairAction | None:
+    """Thinking off for this request as Claude takes it, in `settings` (a Messages body, or Converse's
+    additionalModelRequestFields): each of `keys` that turned it on becomes `{"type": "disabled"}` (its budget and
+    the rest belong to thinking that is on), and an effort above what the model takes with thinking off comes down.
+    What was changed (fields named with `prefix`); None where the model refuses thinking off."""
+    off = thinking_off(model)
+    if off is None:
+        return None
+    fields = []
+    for key in keys:
+        if isinstance(settings.get(key), dict):
+            settings[key] = {"type": "disabled"}
+            fields.append(prefix + key)
+    config = settings.get("output_config")
+    if isinstance(config, dict) and effort_too_high(config.get("effort"), off):
+        config["effort"] = off.max_effort
+        fields.append(f"{prefix}output_config.effort")
+    index = violation_index(violation)
+    return RepairAction(
+        "recovered",
+        f"messages[{index}]",
+        index,
+        fields,
+        violation.tool_call_id,
+        degraded=True,
+        reason=THINKING_OFF,
+        rule=violation.rule,
+    )
