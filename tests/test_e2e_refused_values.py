@@ -161,11 +161,9 @@ def test_a_corrupted_thought_signature_names_the_part_the_client_changed(
     proxy.wait_for_line(f"at contents[1].parts[0] (function call `list_directory`, tool call {call_id})")
 
 
-@pytest.mark.parametrize("mode", ["plain", "sse"], ids=["plain", "streamed"])
-def test_a_corrupted_thought_signature_the_proxy_holds_none_for_says_so(
-    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, mode: str
-) -> None:
-    """Turn 1 went straight to the provider: no signature the proxy holds differs from the one sent."""
+def signature_of_another_model(fake: FakeProvider, api_key: str, mode: str) -> list[dict]:
+    """Turn 2 of a Gemini 3 conversation whose turn 1 went straight to Google, its function call carrying the
+    signature of another model's answer: a value the proxy never saw."""
     path = gemini.route(mode=mode)
     turn = gemini.GeminiClient(fake.url, api_key).turn(path, [gemini.QUESTION])
     other = gemini.GeminiClient(fake.url, api_key).turn(
@@ -173,8 +171,18 @@ def test_a_corrupted_thought_signature_the_proxy_holds_none_for_says_so(
     )
     swapped = {"role": "model", "parts": [dict(part) for part in turn["parts"]]}
     swapped["parts"][0]["thoughtSignature"] = other["parts"][0]["thoughtSignature"]
+    return [gemini.QUESTION, swapped, gemini.results_for(turn)]
+
+
+@pytest.mark.parametrize("mode", ["plain", "sse"], ids=["plain", "streamed"])
+def test_a_corrupted_thought_signature_the_proxy_holds_none_for_says_so(
+    fake: FakeProvider, proxy: MitmdumpProcess, proxy_state: Path, api_key: str, mode: str
+) -> None:
+    """Turn 1 went straight to the provider: no signature the proxy holds differs from the one sent."""
+    path = gemini.route(mode=mode)
+    contents = signature_of_another_model(fake, api_key, mode)
     log = LogTail(proxy_state / "events.jsonl")
-    refused = gemini.GeminiClient(proxy.url, api_key).post(path, [gemini.QUESTION, swapped, gemini.results_for(turn)])
+    refused = gemini.GeminiClient(proxy.url, api_key).post(path, contents)
     assert refused.status_code == 400 and "Corrupted thought signature." in refused.text
 
     (event,) = log.wait_for("diagnosed", where=lambda e: e["rule"] == "signature_invalid" and path in e["url"])

@@ -33,6 +33,7 @@ from tests.test_e2e_anthropic import (
     results,
 )
 from tests.test_e2e_recover import chat_turn_two, send
+from tests.test_e2e_refused_values import signature_of_another_model
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -267,14 +268,8 @@ def test_a_corrupted_thought_signature_is_sent_again_with_the_placeholder(
     """A Gemini 3 signature from another model's answer, which the proxy never saw (turn 1 went straight to Google):
     Google's documented placeholder stands in for it on the second sending."""
     proxy = proxy_with()
-    path = gemini.route(mode=mode)
-    turn = gemini.GeminiClient(fake.url, api_key).turn(path, [gemini.QUESTION])
-    other = gemini.GeminiClient(fake.url, api_key).turn(
-        gemini.route(mode=mode, model="gemini-3-flash-preview"), [gemini.QUESTION]
-    )
-    swapped = {"role": "model", "parts": [dict(part) for part in turn["parts"]]}
-    swapped["parts"][0]["thoughtSignature"] = other["parts"][0]["thoughtSignature"]
-    answered = gemini.GeminiClient(proxy.url, api_key).post(path, [gemini.QUESTION, swapped, gemini.results_for(turn)])
+    contents = signature_of_another_model(fake, api_key, mode)
+    answered = gemini.GeminiClient(proxy.url, api_key).post(gemini.route(mode=mode), contents)
     assert answered.status_code == 200, answered.text
     (event,) = recovered_events(state)
     assert (event["how"], event["first_status"]) == ("retry", 400)
