@@ -6,6 +6,7 @@ import datetime
 import ipaddress
 import ssl
 import threading
+from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -17,7 +18,10 @@ from cryptography.x509.oid import NameOID
 ANSWER = b'{"id": "chatcmpl-corporate", "choices": []}'
 
 
-def issue_certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool) -> x509.Certificate:
+def issue_certificate(
+    subject: str, key, issuer: x509.Name, issuer_key, *, ca: bool, hosts: Sequence[str] = ()
+) -> x509.Certificate:
+    """A certificate for 127.0.0.1, localhost and `hosts` (a CA's, with `ca`)."""
     now = datetime.datetime.now(datetime.timezone.utc)
     builder = (
         x509.CertificateBuilder()
@@ -38,6 +42,7 @@ def issue_certificate(subject: str, key, issuer: x509.Name, issuer_key, *, ca: b
         )
     else:
         names = [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+        names += [x509.DNSName(host) for host in hosts]
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
 
@@ -55,13 +60,14 @@ class _Answer(BaseHTTPRequestHandler):
         pass
 
 
-def server_context(folder: Path) -> tuple[ssl.SSLContext, Path]:
-    """A TLS server context for 127.0.0.1 whose certificate a CA of its own issued, and that CA's PEM file."""
+def server_context(folder: Path, hosts: Sequence[str] = ()) -> tuple[ssl.SSLContext, Path]:
+    """A TLS server context for 127.0.0.1 (and `hosts`) whose certificate a CA of its own issued, and that CA's PEM
+    file."""
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Corporate Inspection CA")])
     ca = issue_certificate("Corporate Inspection CA", ca_key, ca_name, ca_key, ca=True)
     key = ec.generate_private_key(ec.SECP256R1())
-    leaf = issue_certificate("127.0.0.1", key, ca_name, ca_key, ca=False)
+    leaf = issue_certificate("127.0.0.1", key, ca_name, ca_key, ca=False, hosts=hosts)
     ca_file = folder / "corporate-ca.pem"
     ca_file.write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     chain = folder / "upstream.pem"
