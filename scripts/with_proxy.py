@@ -103,10 +103,9 @@ def new_log_path(state: Path) -> Path:
 def mitmproxy_confdir(options: list[str]) -> Path:
     """Where mitmdump keeps its CA: ~/.mitmproxy, or the last `--set confdir=...` among the options."""
     confdir = "~/.mitmproxy"
-    for at, option in enumerate(options):
-        value = options[at + 1] if option == "--set" and at + 1 < len(options) else option.removeprefix("--set=")
-        if value.startswith("confdir="):
-            confdir = value.removeprefix("confdir=")
+    for option in options:  # "--set", "confdir=DIR" or "--set=confdir=DIR"
+        if option.removeprefix("--set=").startswith("confdir="):
+            confdir = option.removeprefix("--set=").removeprefix("confdir=")
     return Path(os.path.expanduser(confdir))
 
 
@@ -382,9 +381,10 @@ def run_client(command: list[str], env: dict[str, str]) -> int:
 
 def summary(tally: dict, client: list[str], log_path: Path) -> str:
     """One line for stderr: what went through the proxy, or that nothing did and what to try."""
+    name = Path(client[0]).name
     requests, connects, refused = tally.get("requests", 0), tally.get("connects", 0), tally.get("refused_by", [])
     log = f"log: {log_path}"
-    distrust = f"{client[0]} refused mitmproxy's certificate for {', '.join(refused)} (it reads its own trust store)"
+    distrust = f"{name} refused mitmproxy's certificate for {', '.join(refused)} (it reads its own trust store)"
     if requests:
         line = (
             f"with-proxy: {requests} request(s) went through the proxy ({tally.get('llm', 0)} to LLM providers: "
@@ -396,7 +396,7 @@ def summary(tally: dict, client: list[str], log_path: Path) -> str:
     if connects:
         return f"with-proxy: {connects} connection(s) reached the proxy, but no request got through (see the {log})"
     return (
-        f"with-proxy: nothing went through the proxy: if {client[0]} made requests, it ignores proxy variables; "
+        f"with-proxy: nothing went through the proxy: if {name} made requests, it ignores proxy variables; "
         "use its own proxy setting with scripts/run, or a reverse listener with its base-URL variable "
         '(scripts/run --mode reverse:https://PROVIDER, then http://127.0.0.1:8080; README: "Put a client through '
         f'it"); {log}'
