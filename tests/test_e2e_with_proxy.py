@@ -132,3 +132,16 @@ def test_nothing_is_left_running_when_the_client_is_killed_or_with_proxy_interru
             process.kill()
     assert process.returncode == status, err
     assert not [pid for pid in [seen["client"], *seen["siblings"]] if running(pid)]
+
+
+@needs_curl
+@pytest.mark.slow
+def test_a_client_that_distrusts_the_ca_is_named(with_proxy: WithProxy) -> None:
+    """A client reading a trust store of its own refuses mitmproxy's certificate: the summary names it and the host,
+    and with-proxy exits with the client's status (curl's 60: peer certificate cannot be authenticated)."""
+    url = "https://api.deepseek.com/v1/models"
+    done = with_proxy.run(client=["curl", "-sS", "--cacert", str(with_proxy.fake.ca_file), url])
+    assert done.returncode == 60, done.stderr
+    summary = done.stderr.strip().splitlines()[-1]
+    assert summary.startswith("with-proxy: nothing went through the proxy: curl refused mitmproxy's certificate for ")
+    assert "api.deepseek.com" in summary
