@@ -32,9 +32,16 @@ class Tally:
         self._write()
 
     def request(self, flow: http.HTTPFlow) -> None:
-        if RETRY_OF not in flow.metadata:
-            self.counts["requests"] += 1
-            self._write()
+        """Counts a request once the addon, loaded before this script, has read and maybe repaired it."""
+        if RETRY_OF in flow.metadata:
+            return
+        meta = flow.metadata.get(META)
+        self.counts["requests"] += 1
+        self.counts["llm"] += isinstance(meta, dict)
+        # A turn the addon could only let go on without its reasoning is logged as repaired too: counted as recovered.
+        recovered = isinstance(meta, dict) and isinstance(meta.get("recovered"), dict)
+        self.counts["repaired"] += isinstance(meta, dict) and meta.get("repaired") is True and not recovered
+        self._write()
 
     def response(self, flow: http.HTTPFlow) -> None:
         self._ended(flow)
@@ -47,14 +54,11 @@ class Tally:
         self._write()
 
     def _ended(self, flow: http.HTTPFlow) -> None:
-        """Counts an LLM request once its answer is in: the addon has decided what it did by then."""
+        """Counts a recovered turn once its answer is in: the addon may recover it only after a refusal."""
         meta = flow.metadata.get(META)
-        if RETRY_OF in flow.metadata or not isinstance(meta, dict):
-            return
-        self.counts["llm"] += 1
-        self.counts["repaired"] += meta.get("repaired") is True
-        self.counts["recovered"] += isinstance(meta.get("recovered"), dict)
-        self._write()
+        if RETRY_OF not in flow.metadata and isinstance(meta, dict) and isinstance(meta.get("recovered"), dict):
+            self.counts["recovered"] += 1
+            self._write()
 
     def _write(self) -> None:
         """Replaces the file whole, so a reader never sees half of it."""

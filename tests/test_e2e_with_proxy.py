@@ -145,3 +145,17 @@ def test_a_client_that_distrusts_the_ca_is_named(with_proxy: WithProxy) -> None:
     summary = done.stderr.strip().splitlines()[-1]
     assert summary.startswith("with-proxy: nothing went through the proxy: curl refused mitmproxy's certificate for ")
     assert "api.deepseek.com" in summary
+
+
+@pytest.mark.slow
+def test_a_turn_the_proxy_never_saw_is_recovered_and_counted(with_proxy: WithProxy) -> None:
+    """Turn 2 of a conversation whose turn 1 went elsewhere: DeepSeek would refuse it, the proxy lets it go on
+    without that reasoning, and the summary counts it."""
+    done = with_proxy.run(client=[*python_client("httpx"), "--unseen"], CLIENT_EXIT=str(CLIENT_EXIT))
+    assert done.returncode == CLIENT_EXIT, done.stderr
+    assert done.stdout.strip() == ANSWER
+    assert LogTail(with_proxy.events, whole=True).wait_for("recovered")
+    summary = done.stderr.strip().splitlines()[-1]
+    assert summary.startswith(
+        "with-proxy: 1 request(s) went through the proxy (1 to LLM providers: 0 repaired, 1 recov"
+    )

@@ -2,9 +2,11 @@
 knows nothing of any proxy, and drops `reasoning_content` from turn 2 as many clients do (DeepSeek refuses such a
 turn with 400 unless something puts it back).
 
-    python tool_loop.py openai|requests|httpx|curl
+    python tool_loop.py openai|requests|httpx|curl [--unseen]
 
-The HTTP library named does the requests; the proxy and trust come from the environment alone. Prints the final
+With --unseen it sends only turn 2, of a conversation the proxy never saw (its turn 1 made elsewhere): nothing to
+put back, so the proxy can only let it go on without that reasoning ("recovered"). The HTTP library named does the
+requests; the proxy and trust come from the environment alone. Prints the final
 answer; exits with $CLIENT_EXIT (0 if unset) once it has one, 1 on any failure.
 """
 
@@ -71,8 +73,21 @@ def post_curl(body: dict) -> dict:
     return json.loads(done.stdout)
 
 
-def tool_loop(post) -> str:
-    turn = post({"model": MODEL, "messages": [QUESTION], "tools": TOOLS})["choices"][0]["message"]
+UNSEEN_TURN = {
+    "role": "assistant",
+    "content": "",
+    "tool_calls": [
+        {"id": "call_made_elsewhere", "type": "function", "function": {"name": "list_directory", "arguments": "{}"}}
+    ],
+}
+
+
+def tool_loop(post, *, unseen: bool = False) -> str:
+    turn = (
+        UNSEEN_TURN
+        if unseen
+        else post({"model": MODEL, "messages": [QUESTION], "tools": TOOLS})["choices"][0]["message"]
+    )
     calls = [
         {
             "id": c["id"],
@@ -87,10 +102,10 @@ def tool_loop(post) -> str:
     return answer["choices"][0]["message"]["content"]
 
 
-def main(library: str) -> int:
+def main(library: str, *flags: str) -> int:
     post = {"openai": post_openai, "requests": post_requests, "httpx": post_httpx, "curl": post_curl}[library]
     try:
-        print(tool_loop(post), flush=True)
+        print(tool_loop(post, unseen="--unseen" in flags), flush=True)
     except Exception as e:
         print(f"{library}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
@@ -98,4 +113,4 @@ def main(library: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main(*sys.argv[1:]))
