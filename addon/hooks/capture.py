@@ -166,7 +166,8 @@ class ResponseCapture:
             meta["captured"] = captured
             fields = sorted({name for entry in captured for name in entry["fields"]})
             count = sum(len(entry["tool_calls"]) for entry in captured)
-            add_comment(flow, f"llm captured {', '.join(fields)} for {count} tool call(s)")
+            calls = "an answer without tool calls" if count == 0 else f"{count} tool call{'s' if count > 1 else ''}"
+            add_comment(flow, f"llm captured {', '.join(fields)} for {calls}")
 
 
 def feed_whole(tap: ResponseTap, body: bytes) -> None:
