@@ -1,6 +1,6 @@
-# Sourced by the scripts: creates .venv when missing (or half made) and (re)installs the project into it
-# whenever pyproject.toml has changed. pip picks the newest mitmproxy the venv's Python allows: 12.x on
-# Python 3.12 and newer, 11.0.2 on 3.10 and 3.11.
+# Sourced by the scripts: creates .venv when missing (or half made) with $PYTHON or the newest supported Python
+# (on PATH or installed by pyenv), and (re)installs the project into it whenever pyproject.toml has changed. pip
+# picks the newest mitmproxy the venv's Python allows: 12.x on Python 3.12 and newer, 11.0.2 on 3.10 and 3.11.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${LLM_PROXY_VENV:-$ROOT/.venv}"
@@ -21,15 +21,36 @@ python_version() {  # $1: "3.13"; prints a command for that Python: on PATH, or 
     return 1
 }
 
-find_python() {  # $PYTHON, else the newest supported Python on PATH, else python3
-    if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
-    local version
+find_python() {  # $PYTHON, else the newest supported Python (on PATH or installed by pyenv), else python3
+    local version said
+    if [ -n "${PYTHON:-}" ]; then
+        if runs_python "$PYTHON"; then echo "$PYTHON"; return; fi
+        # pyenv's shim for python3.13 runs only where pyenv selects 3.13; its own copy of 3.13 runs anywhere.
+        if [[ "$PYTHON" =~ ^python(3\.[0-9]+)$ ]] && python_version "${BASH_REMATCH[1]}"; then return; fi
+        said="not found"
+        if command -v "$PYTHON" >/dev/null 2>&1; then said="$("$PYTHON" -V 2>&1 | head -n 1)" || true; fi
+        echo "PYTHON=$PYTHON is not a Python 3.10 or newer that runs (${said:-no output});" \
+            "name one, such as PYTHON=python3.13 or a path" >&2
+        return 1
+    fi
     for version in $SUPPORTED_PYTHONS; do
-        if runs_python "python$version"; then echo "python$version"; return; fi
+        if python_version "$version"; then return; fi
     done
     if runs_python python3; then echo python3; return; fi
-    echo "no Python 3.10 or newer found (looked for python3.13 to python3.10 and python3); install one or set PYTHON" >&2
+    echo "no Python 3.10 or newer found (looked for python3.13 to python3.10, on PATH and in pyenv, and python3);" \
+        "install one or set PYTHON" >&2
     return 1
+}
+
+note_kept_venv() {  # PYTHON only chooses the Python a venv is made with: says so when the venv has another
+    local asked wanted have
+    asked="$(find_python)" || return 0
+    wanted="$("$asked" -V 2>&1)"
+    have="$("$VENV/bin/python" -V 2>&1)"
+    if [ "$wanted" != "$have" ]; then
+        echo "keeping $VENV ($have), not PYTHON=$PYTHON ($wanted): remove $VENV to make it again with that," \
+            "or set LLM_PROXY_VENV to another folder" >&2
+    fi
 }
 
 MADE_HERE=".made-by-llm-reasoning-proxy"  # marks a venv these scripts made, and so may make again
@@ -46,7 +67,10 @@ make_venv() {
         echo "$VENV is incomplete: making it again" >&2
         rm -rf "$VENV"
     fi
-    [ -x "$VENV/bin/python" ] && return
+    if [ -x "$VENV/bin/python" ]; then
+        if [ -n "${PYTHON:-}" ]; then note_kept_venv; fi
+        return
+    fi
     local python
     python="$(find_python)"
     echo "creating $VENV with $("$python" -V 2>&1)" >&2

@@ -928,7 +928,9 @@ def first_event_hooks(addons: list[Any], upstream_port: int, count: int) -> dict
     for _ in range(count):
         flow = tflow.tflow(req=http.Request.make("POST", url, CHAT_STREAM, HEADERS))
         flow.response = None
-        flows.append((flow, http.Response.make(200, b"", {"content-type": "text/event-stream"})))
+        answer = http.Response.make(200, b"", {"content-type": "text/event-stream"})
+        answer.raw_content = None  # as live: the stream is still to come
+        flows.append((flow, answer))
     times = []
     for flow, answer in flows:
         started = time.perf_counter()

@@ -20,7 +20,7 @@ from mitmproxy import http, io
 from tests.support.event_log import LogTail
 from tests.support.fake_provider import FakeProvider
 from tests.support.planted import planted
-from tests.support.proxy import ROOT, MitmdumpProcess, reverse_proxy, scripts_env
+from tests.support.proxy import ROOT, MitmdumpProcess, read_flow_file, reverse_proxy, scripts_env
 from tests.support.turns import QUESTION, TOOLS, client, first_turn, history_as_sent, second_turn
 
 pytestmark = pytest.mark.e2e
@@ -401,6 +401,29 @@ def test_flow_file_keeps_bodies_comments_and_markers(
     assert "restored reasoning_text, reasoning_opaque on messages[1]" in second.comment
     assert second.metadata["llm"]["repairs"][0] == "content [] -> null on messages[1]"
     assert b'"content": " directory"' in second.response.content
+
+
+@pytest.mark.slow
+def test_a_flow_file_read_back_is_read_as_it_was_live(
+    fake: FakeProvider, confdir: Path, tmp_path: Path, api_key: str
+) -> None:
+    """`mitmdump -r` (and `scripts/web -r`) hands the addon answers whose bodies are already whole: a JSON answer
+    and a streamed one are read as they were live, never taken for an answer that is not JSON."""
+    flows = tmp_path / "flows.mitm"
+    with reverse_proxy(fake.url, confdir, "-w", str(flows), llm_cache="memory", llm_log="") as proxy:
+        first_turn(client(proxy.url, api_key), GEMINI, stream=False)
+        first_turn(client(proxy.url, api_key), GEMINI, stream=True)
+    log = tmp_path / "events.jsonl"
+    result = read_flow_file(flows, confdir, "--set", "llm_cache=memory", "--set", f"llm_log={log}")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "llm skipped" not in result.stdout + result.stderr
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    captured = [e for e in events if e["kind"] == "captured"]
+    assert [(e["streamed"], e["complete"], len(e["tool_calls"])) for e in captured] == [
+        (False, True, 1),
+        (True, True, 1),
+    ]
+    assert all(e["stored"] and {"reasoning_opaque", "reasoning_text"} <= e["fields"].keys() for e in captured)
 
 
 @pytest.mark.slow

@@ -115,6 +115,7 @@ def test_the_report_opens_offline_and_shows_repairs_answers_and_diagnoses(
         repaired = open_turn(2)
         # the proxy's repair: what it restored, marked against what the client sent
         assert "What the proxy sent (against what the client sent: 2 restored" in repaired
+        assert "The proxy did:\ncontent [] -> null on messages[1]" in repaired, repaired
         assert "RESTORED reasoning_opaque of call_" in repaired  # the mark's label is upper case
         assert "the client dropped 2 value(s)" in repaired  # since turn 1, whose answer carried them
         assert ANSWER in repaired and "streamed" in repaired
@@ -123,7 +124,12 @@ def test_the_report_opens_offline_and_shows_repairs_answers_and_diagnoses(
         assert "characters, sha256" in first  # the opaque value, by length and hash
 
         failed = open_turn(4)  # repair off: the provider's 400, diagnosed, the message it points at outlined
-        assert "Error 400 and its diagnosis" in failed and "The proxy would:" in failed
+        assert "Error 400 and its diagnosis" in failed and "The proxy would have:" in failed
+        # the live diagnosis's advice, in the diagnosis itself and not only in the comment
+        assert "what to do\nrepair is off (llm_repair=false)" in failed and "turn repair on" in failed
+        # the flow's comment, the diagnosis in one long line, wraps within the page
+        comment = page.wait_for("#turn-4 pre.comment")
+        assert page.driver.execute_script("return arguments[0].scrollWidth <= arguments[0].clientWidth", comment)
         assert page.driver.find_elements(By.CSS_SELECTOR, "#turn-4 .msg.culprit")
 
         # copy as cURL: the request as sent, the credential left to the shell

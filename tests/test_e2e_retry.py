@@ -19,7 +19,7 @@ from tests.support.event_log import LogTail
 from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli
-from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.proxy import MitmdumpProcess, read_flow_file, reverse_proxy
 from tests.support.tls_upstream import server_context
 from tests.support.turns import client
 from tests.test_e2e_anthropic import (
@@ -215,6 +215,27 @@ def test_the_flow_file_the_check_and_the_report_show_it(
         page = state / f"{source.stem}.html"
         assert offline_cli("report", str(source), "-o", str(page)).returncode == 0
         assert "sent again after its 400" in page.read_text()
+
+
+def test_a_refusal_read_from_a_flow_file_is_never_sent_again(
+    fake: FakeProvider, confdir: Path, proxy_with, state: Path, api_key: str
+) -> None:
+    """`mitmdump -r` (and `scripts/web -r`) shows a recorded refusal, diagnosed: it never sends the recorded request
+    with its credential to the provider again."""
+    flows = state / "flows.mitm"
+    proxy = proxy_with("-w", str(flows), llm_recover="false")
+    turn = reply(post(proxy.url, api_key, request([QUESTION], stream=False)), stream=False)
+    messages = [QUESTION, resumed_elsewhere(turn), results(turn)]
+    assert post(proxy.url, api_key, request(messages, stream=False)).status_code == 400
+    proxy.stop()  # the flow file is complete
+    asked = len(fake.find("x-api-key", api_key))
+
+    result = read_flow_file(
+        flows, confdir, "--set", "llm_recover=true", "--set", "llm_cache=memory", "--set", "llm_log="
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "llm 400 from" in result.stdout  # explained, as live
+    assert len(fake.find("x-api-key", api_key)) == asked
 
 
 def test_a_request_changed_before_sending_is_not_sent_again(

@@ -25,7 +25,8 @@ def test_the_demo_shows_the_repair_and_leaves_nothing_behind(tmp_path: Path) -> 
     assert result.returncode == 0, result.stdout
     assert "straight to the provider: HTTP 400" in result.stdout
     assert "through the proxy:        HTTP 200" in result.stdout
-    assert "  repaired: wire_format=chat_completions, applied=True" in result.stdout
+    assert "  repaired: wire_format=chat_completions, applied=True, actions=content_null,restored" in result.stdout
+    assert re.search(r"\n  started: llm-reasoning-proxy \S+ on mitmproxy \S+, Python ", result.stdout)  # not empty
     # its state folder (cache, event log, mitmproxy's CA) was made where the system's temporary files go, and is gone
     (state,) = re.findall(r"its state in (\S+), removed", result.stdout)
     assert Path(state).parent == tmp_path and list(tmp_path.iterdir()) == []

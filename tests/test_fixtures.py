@@ -106,7 +106,7 @@ def replay(flows: list[http.HTTPFlow]) -> list[list[str]]:
             if answer is None:
                 continue
             flow.response = answer
-            raw = answer.raw_content or b""
+            raw, answer.raw_content = answer.raw_content or b"", None  # as live: the body is still to come
             capture.responseheaders(flow)
             for piece in [*pieces(raw, 97), b""]:
                 flow.response.stream(piece)

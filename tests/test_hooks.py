@@ -331,7 +331,21 @@ def test_plain_json_answer_is_captured_and_its_body_kept(addons) -> None:
     found = config.store.get_many(flow.metadata["llm"]["scope"], ["call_9"])
     assert found["call_9"].fields == {"reasoning_opaque": "OPQ"}
     assert found["call_9"].request_model == "gemini-3-pro-preview"
-    assert flow.comment == "llm captured reasoning_opaque for 1 tool call(s)"
+    assert flow.comment == "llm captured reasoning_opaque for 1 tool call"
+
+
+def test_an_answer_without_tool_calls_is_commented_as_one(addons) -> None:
+    config, repair, capture, _ = addons
+    flow = chat_flow({"model": "deepseek-reasoner", "messages": [{"role": "user", "content": "x"}]})
+    repair.request(flow)
+    message = {"role": "assistant", "content": "Hello.", "reasoning_content": "Say hello."}
+    body = json.dumps({"id": "r2", "choices": [{"index": 0, "message": message}]}).encode()
+    flow.response = tutils.tresp(headers=http.Headers(content_type="application/json"), content=None)
+    capture.responseheaders(flow)
+    flow.response.stream(body)
+    flow.response.stream(b"")
+    capture.response(flow)
+    assert flow.comment == "llm captured reasoning_content for an answer without tool calls"
 
 
 async def test_a_repair_is_logged_once_its_answer_went_on(addons) -> None:

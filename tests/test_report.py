@@ -115,6 +115,7 @@ def test_a_fixture_folder_and_an_event_log_make_reports(tmp_path: Path) -> None:
     first, second = sorted(data["T"], key=lambda t: t["n"])
     assert [p["k"] for i in first["ans"]["msgs"] for p in data["M"][i]["p"]] == ["tool_call", "reasoning"]
     assert second["diag"]["rule"] == "reasoning_content_missing" and second["culprit"] == "messages[1]"
+    assert second["diag"]["advice"] == "turn repair on" and second["findings"] == []  # advice beside the diagnosis
 
 
 def test_curl_keeps_allowlisted_headers_and_leaves_credentials_to_the_shell() -> None:

@@ -368,6 +368,7 @@ class Explanation:
             "healed": self.healed,
             "findings": self.findings,
             "message": self.diagnosis.message,  # the provider's text, redacted
+            "advice": self.advice,  # what to do: the report shows it beside the diagnosis
         }
 
 

@@ -11,7 +11,7 @@ from mitmproxy import http
 from .. import wire as formats
 from ..answer.keep import KeptAnswer, keep_answer
 from ..answer.provenance import Origin
-from ..answer.tap import ResponseTap, TapResult
+from ..answer.tap import BACKLOG_BYTES, ResponseTap, TapResult
 from ..shared.events import Captured, summarize_record
 from ..shared.failopen import FailOpen, fail_open
 from ..shared.flow_meta import RETRY_OF, flow_meta
@@ -44,7 +44,7 @@ class ResponseCapture:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
             kind = media_type(response.headers)
             aws_frames = kind == event_stream.MEDIA_TYPE
-            response.stream = ResponseTap(
+            tap = ResponseTap(
                 formats.by_name(meta["format"]).reader(),
                 sse=aws_frames or kind == sse_parser.MEDIA_TYPE,
                 aws_frames=aws_frames,
@@ -56,6 +56,11 @@ class ResponseCapture:
                 guard=functools.partial(self._failing_open, flow),
                 defer=True,  # finished by the response hook (`_close`), or by the error hook if cut short
             )
+            if response.raw_content is not None:
+                # The body is here already, and mitmproxy will not stream it through the tap: a flow read from a
+                # file (`mitmdump -r`, `mitmweb -r`), or an answer another addon made. The tap reads it as if it had.
+                feed_whole(tap, response.raw_content)
+            response.stream = tap
         except Exception as e:
             fail_open(flow.id, "response capture", self.runtime.events, e)
 
@@ -161,4 +166,12 @@ class ResponseCapture:
             meta["captured"] = captured
             fields = sorted({name for entry in captured for name in entry["fields"]})
             count = sum(len(entry["tool_calls"]) for entry in captured)
-            add_comment(flow, f"llm captured {', '.join(fields)} for {count} tool call(s)")
+            calls = "an answer without tool calls" if count == 0 else f"{count} tool call{'s' if count > 1 else ''}"
+            add_comment(flow, f"llm captured {', '.join(fields)} for {calls}")
+
+
+def feed_whole(tap: ResponseTap, body: bytes) -> None:
+    """Passes a body that is already whole through a tap in pieces of the size a stream brings, then its end."""
+    for start in range(0, len(body), BACKLOG_BYTES):
+        tap(body[start : start + BACKLOG_BYTES])
+    tap(b"")

@@ -111,6 +111,8 @@ class RefusalRetry:
         response, settings = flow.response, self.runtime.settings
         if response is None or response.status_code < 400 or response.status_code >= 500:
             return None
+        if not flow.live:  # read from a file (`mitmdump -r`): shown and explained, never sent to the provider again
+            return None
         if settings is None or not settings.recover or not settings.repair or RETRY_OF in flow.metadata:
             return None
         meta = flow_meta(flow)

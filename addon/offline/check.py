@@ -281,7 +281,7 @@ def render(checks: list[ExchangeCheck], *, diffs: bool = True) -> str:
         if check.recovered:
             out.append(f"    the recording proxy recovered it: {check.recovered}")
         if check.calls or check.captured:
-            calls = f"calls {', '.join(check.calls)}" if check.calls else "answers"
+            calls = f"calls {', '.join(check.calls)}" if check.calls else "calls no tool"
             captured = f"; reasoning captured: {', '.join(check.captured)}" if check.captured else ""
             out.append(f"    the answer {calls}{captured}")
         out.append("")

@@ -2,7 +2,7 @@
 
 Whatever a client or an upstream sends, the addon's own memory, disk and time stay within these; what is
 over a bound is forwarded untouched and left unread, uncached or cut, with an event that says so. The
-README's "Bounded" section quotes these numbers.
+README's table of bounds (under Guarantees) sums these up.
 """
 
 from __future__ import annotations

@@ -195,6 +195,13 @@ def reverse_proxy(
     return MitmdumpProcess("--mode", f"reverse:{upstream}", *sets, *args, confdir=confdir, preexec_fn=preexec_fn)
 
 
+def read_flow_file(flows: Path, confdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`mitmdump -n -r FLOWS -s addon/main.py`: reads a flow file through the addon, serves nothing, and exits."""
+    reading = MitmdumpProcess("-n", "-r", str(flows), *args, confdir=confdir)
+    command = [c for c in reading.command if c not in ("--listen-host", "127.0.0.1", "--listen-port", "0")]
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=WAIT_SECONDS)
+
+
 def plain_streaming(upstream: str, confdir: Path) -> MitmdumpProcess:
     """Plain mitmdump, without the addon, in front of `upstream`, that only streams event streams as any LLM
     proxy must (scripts/bench_stream_only.py): what the addon's costs are measured against."""

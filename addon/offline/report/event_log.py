@@ -143,7 +143,8 @@ def _apply(turn: Turn, event: Any) -> None:
             cause=event.cause,
         )
         turn.culprit = event.location
-        turn.findings = list(event.findings) + [event.advice]
+        turn.findings = list(event.findings)
+        turn.advice = event.advice
     elif isinstance(event, Recovered):
         turn.recovered = event.summary()
         turn.status = event.status or turn.status

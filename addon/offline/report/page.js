@@ -186,13 +186,13 @@
       body.append(el("h3", { text: "Error " + t.st + " and its diagnosis" }),
         el("div", { class: "diag" }, facts([["rule", t.diag.rule], ["what it means", t.diag.summary],
           ["provider", t.diag.provider], ["field", t.diag.field], ["where", t.culprit], ["cause", t.diag.cause],
-          ["the provider said", t.diag.message]]),
+          ["the provider said", t.diag.message], ["what to do", t.diag.advice]]),
         t.findings.length ? el("ul", { class: "plain" }, t.findings.map((f) => el("li", { text: f }))) : null));
     }
     const repairs = [];
     if (t.violations.length) repairs.push(el("p", { text: "As the client sent it, the request breaks:" }),
       el("ul", { class: "plain" }, t.violations.map((v) => el("li", { text: v }))));
-    if (t.actions.length) repairs.push(el("p", { text: t.live ? "The proxy:" : "The proxy would:" }),
+    if (t.actions.length) repairs.push(el("p", { text: t.live ? "The proxy did:" : "The proxy would have:" }),
       el("ul", { class: "plain" }, t.actions.map((a) => el("li", { text: a }))));
     if (t.remaining.length) repairs.push(el("p", { text: "Still broken after repair:" }),
       el("ul", { class: "plain" }, t.remaining.map((v) => el("li", { text: v }))));
@@ -219,7 +219,7 @@
     }
     body.append(el("h3", { text: "Timings" }), facts([["started", t.tm.start], ["first byte", ms(t.tm.ttfb)],
       ["total", ms(t.tm.total)], ["the proxy's own time", ms(t.tm.addon)]]));
-    if (t.comment) body.append(el("h3", { text: "Flow comment" }), el("pre", { text: t.comment }));
+    if (t.comment) body.append(el("h3", { text: "Flow comment" }), el("pre", { class: "comment", text: t.comment }));
     const curlBox = el("div", {});
     body.append(el("h3", { text: "Replay" }), el("button", { type: "button", class: "copy-curl", text: "Copy as cURL",
       onclick: () => {

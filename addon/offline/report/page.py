@@ -279,6 +279,7 @@ def _diagnosis(turn: Turn, text) -> dict[str, Any] | None:
         "field": text(d.field),
         "message": text(d.message),
         "cause": text(d.cause),
+        "advice": text(turn.advice),
     }
 
 

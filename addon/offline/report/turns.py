@@ -53,6 +53,7 @@ class Turn:
     answer: Answer | None = None
     diagnosis: Diagnosis | None = None
     culprit: str | None = None  # the place the error points at ("messages[3]")
+    advice: str | None = None  # what to do about the error, as the live proxy said (its diagnosis knew the cache)
     findings: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)  # what the proxy did or would do, described
     violations: list[str] = field(default_factory=list)  # rules the request breaks as the client sent it
@@ -151,6 +152,7 @@ def turn_of(checked: CheckedExchange, memo: MessageMemo | None = None) -> Turn:
         answer=answer,
         diagnosis=diagnosis,
         culprit=culprit,
+        advice=live_diagnosis.get("advice") if isinstance(live_diagnosis.get("advice"), str) else None,
         findings=[str(f) for f in live_diagnosis.get("findings") or []],
         actions=[action.describe() for action in check.actions],
         violations=[v.describe() for v in check.violations],
