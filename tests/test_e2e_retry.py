@@ -20,7 +20,7 @@ from tests.support.fake_chat import DEEPSEEK_MISSING_REASONING
 from tests.support.fake_provider import FakeProvider
 from tests.support.offline_cli import offline_cli
 from tests.support.proxy import MitmdumpProcess, read_flow_file, reverse_proxy
-from tests.support.tls_upstream import server_context
+from tests.support.real_hosts import RealHostsFake
 from tests.support.turns import client
 from tests.test_e2e_anthropic import (
     ANSWER,
@@ -128,29 +128,11 @@ def test_never_sent_again_for_these(fake: FakeProvider, proxy_with, state: Path,
     assert len(fake.find("x-api-key", api_key)) == before + 1
 
 
-class _TLSFake(FakeProvider):
-    """The fake provider over HTTPS, with a certificate from a CA of its own (mitmproxy is told to trust it)."""
-
-    def __init__(self, folder: Path) -> None:
-        super().__init__()
-        self.context, self.ca_file = server_context(folder)
-
-    def start(self) -> _TLSFake:
-        super().start()
-        assert self._server is not None
-        self._server.socket = self.context.wrap_socket(self._server.socket, server_side=True)
-        return self
-
-    @property
-    def url(self) -> str:
-        return super().url.replace("http://", "https://")
-
-
 @pytest.mark.parametrize("mode", ["regular", "upstream"])
 def test_sent_again_as_mitmproxy_sends_requests(tmp_path: Path, confdir: Path, api_key: str, mode: str) -> None:
     """Regular mode to an HTTPS provider whose CA only `ssl_verify_upstream_trusted_ca` names; and upstream mode,
     through another proxy: the second request goes the way the first went."""
-    fake = _TLSFake(tmp_path).start()
+    fake = RealHostsFake(tmp_path).start()
     trusted = ("--set", f"ssl_verify_upstream_trusted_ca={fake.ca_file}")
     log = tmp_path / "events.jsonl"
     options = ("--set", f"llm_cache={tmp_path / 'cache.db'}", "--set", f"llm_log={log}", "--set", "llm_recover=true")

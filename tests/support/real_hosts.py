@@ -36,6 +36,10 @@ class RealHostsFake(FakeProvider):
         """HOST:PORT on loopback."""
         return super().url.removeprefix("http://")
 
+    @property
+    def url(self) -> str:
+        return f"https://{self.address}"
+
     def mitmdump_options(self) -> list[str]:
         """What makes a mitmdump in regular mode send the providers' hosts here, trusting this fake's CA."""
         return [
