@@ -95,7 +95,7 @@ import threading
 import uuid
 from typing import Any
 
-from .fake_provider import Options, Recorded, Reply, sse_event
+from .fake_provider import Options, Recorded, Reply, call_for, sse_event
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
 # The current docs.claude.com wording, as https://github.com/mastra-ai/mastra/issues/9277 quotes it.
@@ -604,7 +604,8 @@ class MessagesFake:
     def _tool_turn(
         self, doc: dict, options: Options, redacted: str | None, step: int, message_id: str, omitted: bool
     ) -> list[dict]:
-        name = _tool_name(doc)
+        asked = call_for(options, _tool_names(doc))
+        name = asked.name if asked else _tool_name(doc)
         thinking: list[dict] = []
         if self.provider.thinks(doc):
             if redacted != "1":
@@ -616,7 +617,12 @@ class MessagesFake:
                 thinking.append({"type": "redacted_thinking", "data": _opaque(160)})
         text = [{"type": "text", "text": options.content}] if options.content else []
         uses = [
-            {"type": "tool_use", "id": self.provider.tool_use_id(), "name": name, "input": {"path": f"dir{i}"}}
+            {
+                "type": "tool_use",
+                "id": self.provider.tool_use_id(),
+                "name": name,
+                "input": dict(asked.arguments) if asked else {"path": f"dir{i}"},
+            }
             for i in range(options.parallel)
         ]
         with self._lock:
@@ -637,9 +643,13 @@ def omitted(recorded: Recorded) -> bool:
     return recorded.headers.get("x-fake-display") == "omitted"
 
 
-def _tool_name(doc: dict) -> str:
+def _tool_names(doc: dict) -> list[str]:
     tools = [t.get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
-    return next((t for t in tools if isinstance(t, str) and t), "list_directory")
+    return [t for t in tools if isinstance(t, str) and t]
+
+
+def _tool_name(doc: dict) -> str:
+    return next(iter(_tool_names(doc)), "list_directory")
 
 
 def stream_events(message: dict, options: Options, *, signed: bool = True, pings: bool = True) -> list[bytes]:
