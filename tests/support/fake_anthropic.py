@@ -204,6 +204,13 @@ def _is_role(message: Any, role: str) -> bool:
     return isinstance(message, dict) and message.get("role") == role
 
 
+def _users_turn(messages: list[Any]) -> bool:
+    """Whether the model is to answer the user (or a tool result): the last message is theirs, save for the
+    `system` messages Claude Code 2.1 ends a request with for Claude 5.5 models (its mid-conversation system beta)."""
+    spoken = [m for m in messages if not _is_role(m, "system")]
+    return bool(spoken) and _is_role(spoken[-1], "user")
+
+
 def _loop_start(messages: list[Any]) -> int:
     """Just after the last user prompt: user turns holding tool results continue the loop."""
     start = index = 0
@@ -579,7 +586,7 @@ class MessagesFake:
         loop = messages[_loop_start(messages) :]
         done_steps = sum(1 for m in loop if _is_role(m, "assistant") and _tool_uses(m))
         message_id = self.provider.message_id()
-        if messages and _is_role(messages[-1], "user") and done_steps < options.steps:
+        if _users_turn(messages) and done_steps < options.steps:
             content = self._tool_turn(doc, options, redacted, done_steps, message_id, omitted)
             stop_reason = "tool_use"
         else:
