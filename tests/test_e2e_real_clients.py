@@ -75,13 +75,27 @@ class Client:
     wire_format: str  # as the proxy's events name it
     prepare: Callable[[Workspace], Run]
     drops_state: bool = False  # whether turn 2 leaves out what turn 1 issued, for the proxy to put back
+    name: str = ""  # the test's id, where a client is run against more than one provider
+
+    @property
+    def id(self) -> str:
+        return self.name or self.package.name
 
 
-def opencode(space: Workspace) -> Run:
+def opencode(space: Workspace, *model: str) -> Run:
     # OpenCode's own variables: https://opencode.ai/docs/cli/#environment-variables; `run --auto` approves its tools.
-    env = {"DEEPSEEK_API_KEY": space.api_key, "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
-    command = ["opencode", "run", "--auto", "-m", "deepseek/deepseek-flash", PROMPT]
+    env = {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+    env |= {"DEEPSEEK_API_KEY": space.api_key, "ANTHROPIC_API_KEY": space.api_key}
+    command = ["opencode", "run", "--auto", "-m", *model, PROMPT]
     return Run(command, env, ToolCall("read", {"filePath": str(space.notes)}))
+
+
+def opencode_deepseek(space: Workspace) -> Run:
+    return opencode(space, "deepseek/deepseek-flash")
+
+
+def opencode_anthropic(space: Workspace) -> Run:
+    return opencode(space, "anthropic/claude-opus-4-5", "--variant", "high")  # the variant turns thinking on
 
 
 def claude_code(space: Workspace) -> Run:
@@ -127,7 +141,8 @@ def gemini_cli(space: Workspace) -> Run:
         "security": {"auth": {"selectedType": "gemini-api-key"}},
     }
     space.write(".gemini/settings.json", settings)
-    command = ["gemini", "--yolo", "--skip-trust", "-p", PROMPT]
+    # A model named: left to pick one, Gemini CLI first asks a classifier model, which the fake cannot answer.
+    command = ["gemini", "--yolo", "--skip-trust", "-m", "gemini-3.1-pro-preview", "-p", PROMPT]
     return Run(command, {"GEMINI_API_KEY": space.api_key}, ToolCall("read_file", {"file_path": str(space.notes)}))
 
 
@@ -139,7 +154,8 @@ def qwen_code(space: Workspace) -> Run:
 
 
 CASES = [
-    Client(CLIENTS["opencode"], "chat_completions", opencode),
+    Client(CLIENTS["opencode"], "chat_completions", opencode_deepseek, name="opencode-deepseek"),
+    Client(CLIENTS["opencode"], "anthropic_messages", opencode_anthropic, name="opencode-anthropic"),
     Client(CLIENTS["claude"], "anthropic_messages", claude_code),
     Client(CLIENTS["codex"], "openai_responses", codex),
     Client(CLIENTS["gemini"], "gemini_native", gemini_cli),
@@ -203,9 +219,7 @@ def turns_of_the_loop(fake: RealHostsFake, response_id: str, marker: str) -> tup
     return requests[first], second
 
 
-@pytest.mark.parametrize(
-    "client", [pytest.param(c, id=c.package.name, marks=installed_or_skip(c.package)) for c in CASES]
-)
+@pytest.mark.parametrize("client", [pytest.param(c, id=c.id, marks=installed_or_skip(c.package)) for c in CASES])
 def test_a_real_client_runs_its_tool_loop_through_with_proxy(
     with_proxy: WithProxy, tmp_path: Path, api_key: str, client: Client
 ) -> None:

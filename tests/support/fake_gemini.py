@@ -244,7 +244,10 @@ class GeminiDialect:
         if options.content:
             chunks.append(_chunk([{"text": options.content}]))
         for i in range(options.parallel):
-            call: dict[str, Any] = {"name": name, "args": dict(asked.arguments) if asked else {"path": f"step{step}/dir{i}"}}
+            call: dict[str, Any] = {
+                "name": name,
+                "args": dict(asked.arguments) if asked else {"path": f"step{step}/dir{i}"},
+            }
             if ids:
                 call["id"] = f"call_{uuid.uuid4().hex[:16]}"
             part: dict[str, Any] = {"functionCall": call}

@@ -92,14 +92,22 @@ def start_install(package: Package, npm: str) -> subprocess.Popen[str]:
     command = [npm, "install", "--prefix", str(package.folder), "--no-save", "--no-package-lock"]
     command += ["--no-audit", "--no-fund", "--loglevel=error", f"{package.package}@{package.version}"]
     package.folder.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+
+
+def npm_error(output: str) -> str:
+    """npm's first lines of error (its code and what it says), without the pointer to its debug log."""
+    lines = [line for line in output.strip().splitlines() if line.strip() and "complete log of this run" not in line]
+    return "; ".join(lines[:2]) or "npm failed"
 
 
 def finish_install(package: Package, process: subprocess.Popen[str]) -> str | None:
     """Waits for an install; what went wrong (also kept beside the folder for the skip reason), or None."""
     try:
         _, err = process.communicate(timeout=INSTALL_SECONDS)
-        failure = (err.strip().splitlines() or ["npm failed"])[-1] if process.returncode else None
+        failure = npm_error(err) if process.returncode else None
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
