@@ -95,7 +95,7 @@ import threading
 import uuid
 from typing import Any
 
-from .fake_provider import Options, Recorded, Reply, sse_event
+from .fake_provider import Options, Recorded, Reply, call_for, sse_event
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
 # The current docs.claude.com wording, as https://github.com/mastra-ai/mastra/issues/9277 quotes it.
@@ -202,6 +202,13 @@ def _tool_uses(message: Any) -> list[dict]:
 
 def _is_role(message: Any, role: str) -> bool:
     return isinstance(message, dict) and message.get("role") == role
+
+
+def _users_turn(messages: list[Any]) -> bool:
+    """Whether the model is to answer the user (or a tool result): the last message is theirs, save for the
+    `system` messages Claude Code 2.1 ends a request with for Claude 5.5 models (its mid-conversation system beta)."""
+    spoken = [m for m in messages if not _is_role(m, "system")]
+    return bool(spoken) and _is_role(spoken[-1], "user")
 
 
 def _loop_start(messages: list[Any]) -> int:
@@ -579,7 +586,7 @@ class MessagesFake:
         loop = messages[_loop_start(messages) :]
         done_steps = sum(1 for m in loop if _is_role(m, "assistant") and _tool_uses(m))
         message_id = self.provider.message_id()
-        if messages and _is_role(messages[-1], "user") and done_steps < options.steps:
+        if _users_turn(messages) and done_steps < options.steps:
             content = self._tool_turn(doc, options, redacted, done_steps, message_id, omitted)
             stop_reason = "tool_use"
         else:
@@ -604,7 +611,8 @@ class MessagesFake:
     def _tool_turn(
         self, doc: dict, options: Options, redacted: str | None, step: int, message_id: str, omitted: bool
     ) -> list[dict]:
-        name = _tool_name(doc)
+        asked = call_for(options, _tool_names(doc))
+        name = asked.name if asked else _tool_name(doc)
         thinking: list[dict] = []
         if self.provider.thinks(doc):
             if redacted != "1":
@@ -616,7 +624,12 @@ class MessagesFake:
                 thinking.append({"type": "redacted_thinking", "data": _opaque(160)})
         text = [{"type": "text", "text": options.content}] if options.content else []
         uses = [
-            {"type": "tool_use", "id": self.provider.tool_use_id(), "name": name, "input": {"path": f"dir{i}"}}
+            {
+                "type": "tool_use",
+                "id": self.provider.tool_use_id(),
+                "name": name,
+                "input": dict(asked.arguments) if asked else {"path": f"dir{i}"},
+            }
             for i in range(options.parallel)
         ]
         with self._lock:
@@ -637,9 +650,13 @@ def omitted(recorded: Recorded) -> bool:
     return recorded.headers.get("x-fake-display") == "omitted"
 
 
-def _tool_name(doc: dict) -> str:
+def _tool_names(doc: dict) -> list[str]:
     tools = [t.get("name") for t in doc.get("tools") or [] if isinstance(t, dict)]
-    return next((t for t in tools if isinstance(t, str) and t), "list_directory")
+    return [t for t in tools if isinstance(t, str) and t]
+
+
+def _tool_name(doc: dict) -> str:
+    return next(iter(_tool_names(doc)), "list_directory")
 
 
 def stream_events(message: dict, options: Options, *, signed: bool = True, pings: bool = True) -> list[bytes]:

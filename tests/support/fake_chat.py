@@ -88,7 +88,7 @@ import time
 import uuid
 from typing import Any
 
-from .fake_provider import Options, Recorded, Reply, sse_event
+from .fake_provider import Options, Recorded, Reply, call_for, sse_event
 
 COPILOT_INVALID_BODY = {"error": {"message": "invalid request body", "code": "invalid_request_body"}}
 VERTEX_MISSING_SIGNATURE = (
@@ -362,11 +362,15 @@ class ChatFake:
         # Step k of a tool loop calls the k-th tool offered (an agent reading, then writing, ...).
         name = names[step % len(names)]
         schema = next((f.get("parameters") for f in offered if f.get("name") == name), None)
+        asked = call_for(options, names)
         calls = [
             {
                 "id": provider.call_id(),
                 "type": "function",
-                "function": {"name": name, "arguments": json.dumps(_arguments(schema, i, options.say))},
+                "function": {
+                    "name": asked.name if asked else name,
+                    "arguments": json.dumps(asked.arguments if asked else _arguments(schema, i, options.say)),
+                },
             }
             for i in range(options.parallel)
         ]

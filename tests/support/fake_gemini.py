@@ -34,7 +34,7 @@ import threading
 import uuid
 from typing import Any
 
-from .fake_provider import Options, Recorded, Reply
+from .fake_provider import Options, Recorded, Reply, call_for
 
 GEMINI_API_MISSING_SIGNATURE = (
     "Function call is missing a thought_signature in functionCall parts. This is required for tools to work "
@@ -106,14 +106,18 @@ def _model_calls(content: Any) -> list[tuple[int, dict, dict]]:
     return [(i, part, call) for i, part in enumerate(parts) if (call := _function_call(part)) is not None]
 
 
+def _tool_names(doc: dict) -> list[str]:
+    return [
+        declaration["name"]
+        for tool in doc.get("tools") or []
+        if isinstance(tool, dict)
+        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []
+        if isinstance(declaration, dict) and declaration.get("name")
+    ]
+
+
 def _tool_name(doc: dict) -> str:
-    for tool in doc.get("tools") or []:
-        if not isinstance(tool, dict):
-            continue
-        for declaration in tool.get("functionDeclarations") or tool.get("function_declarations") or []:
-            if isinstance(declaration, dict) and declaration.get("name"):
-                return declaration["name"]
-    return "list_directory"
+    return next(iter(_tool_names(doc)), "list_directory")
 
 
 def _wants_thoughts(doc: dict) -> bool:
@@ -232,14 +236,18 @@ class GeminiDialect:
         return self._final_turn(model)
 
     def _tool_turn(self, doc: dict, model: str, step: int, options: Options, *, ids: bool) -> list[dict]:
-        name = _tool_name(doc)
+        asked = call_for(options, _tool_names(doc))
+        name = asked.name if asked else _tool_name(doc)
         chunks = []
         if _wants_thoughts(doc):
             chunks.append(_chunk([{"text": THOUGHT, "thought": True}]))
         if options.content:
             chunks.append(_chunk([{"text": options.content}]))
         for i in range(options.parallel):
-            call: dict[str, Any] = {"name": name, "args": {"path": f"step{step}/dir{i}"}}
+            call: dict[str, Any] = {
+                "name": name,
+                "args": dict(asked.arguments) if asked else {"path": f"step{step}/dir{i}"},
+            }
             if ids:
                 call["id"] = f"call_{uuid.uuid4().hex[:16]}"
             part: dict[str, Any] = {"functionCall": call}

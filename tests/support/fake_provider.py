@@ -44,6 +44,14 @@ class Recorded:
     wire: bytearray = field(default_factory=bytearray)  # response body as written (content-encoded, unchunked)
 
 
+@dataclass(frozen=True)
+class ToolCall:
+    """A call of one of a real client's own tools (its name and arguments), so that the client runs it."""
+
+    name: str
+    arguments: dict[str, Any]
+
+
 @dataclass
 class Options:
     parallel: int = 1  # tool calls per tool turn
@@ -64,6 +72,9 @@ class Options:
     # message of the error `status` answers with; the header carries it base64-encoded (it may hold newlines)
     say: str | None = None
     wording: str | None = None  # "2026": a provider's later wording of an error text, where the fake knows two
+    # the call each tool turn makes when the request offers that tool: `FakeProvider.tool`, set by a test for a real
+    # client, which cannot send x-fake-* headers (see `call_for`)
+    tool: ToolCall | None = None
 
     @classmethod
     def from_headers(cls, headers: dict[str, str]) -> Options:
@@ -89,6 +100,11 @@ class Options:
             say=get("say", lambda v: base64.b64decode(v).decode(), None),
             wording=get("wording", str, None),
         )
+
+
+def call_for(options: Options, offered: list[Any]) -> ToolCall | None:
+    """The call a test asked for, if the request offers its tool; None: the dialect picks a tool as it always has."""
+    return options.tool if options.tool is not None and options.tool.name in offered else None
 
 
 @dataclass
@@ -252,6 +268,7 @@ class FakeProvider(LoopbackServer):
         self.dialects.append(self.bedrock)
         self._lock = threading.Lock()
         self._holds: dict[str, threading.Event] = {}
+        self.tool: ToolCall | None = None  # the call each tool turn makes, where offered (`Options.tool`)
 
     @property
     def issued(self) -> dict[str, dict[str, str]]:
@@ -327,6 +344,7 @@ class _Handler(BaseHTTPRequestHandler):
         recorded = Recorded("POST", self.path, headers, raw, doc)
         self.fake.record(recorded)
         options = Options.from_headers(headers)
+        options.tool = self.fake.tool
         if options.hold is not None and options.hold_after is None:
             self.fake.hold(options.hold)
         if options.delay:

@@ -117,7 +117,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .fake_provider import Options, Recorded, Reply, sse_event
+from .fake_provider import Options, Recorded, Reply, call_for, sse_event
 
 MISSING_REASONING = (
     "Item '{item_id}' of type '{item_type}' was provided without its required 'reasoning' item: '{rs_id}'."
@@ -308,10 +308,13 @@ class ResponsesFake:
             before -= 1
         return before >= 0 and self.reasoning_of(whole[before], by_content=by_content) == rs_id
 
-    def tool_name(self, doc: dict) -> str:
+    def tool_names(self, doc: dict) -> list[str]:
         tools = doc.get("tools") or []
         names = [t.get("name") for t in tools if isinstance(t, dict) and t.get("type") == "function"]
-        return next((n for n in names if isinstance(n, str) and n), "list_directory")
+        return [n for n in names if isinstance(n, str) and n]
+
+    def tool_name(self, doc: dict) -> str:
+        return next(iter(self.tool_names(doc)), "list_directory")
 
 
 # providers ---------------------------------------------------------------------------------------
@@ -424,7 +427,8 @@ class OpenAI:
         prefix = secrets.token_hex(12)
         response_id = _item_id("resp", prefix)
 
-        name = fake.tool_name(doc)
+        asked = call_for(options, fake.tool_names(doc))
+        name = asked.name if asked else fake.tool_name(doc)
         summary = f"**Planning**\n\nI should call `{name}` to answer." if tool_turn else "**Answering**\n\nSummarise."
         summary += f" {options.say}" if options.say else ""
         # encrypted_content only for a request that asks for it
@@ -459,7 +463,7 @@ class OpenAI:
                         "id": _item_id("fc", prefix),
                         "type": "function_call",
                         "status": "completed",
-                        "arguments": json.dumps({"path": f"dir{i}"}),
+                        "arguments": json.dumps(asked.arguments if asked else {"path": f"dir{i}"}),
                         "call_id": "call_" + secrets.token_hex(12),
                         "name": name,
                     }

@@ -15,7 +15,7 @@ from .proxy import ROOT
 from .tls_upstream import server_context
 
 REDIRECT_SCRIPT = ROOT / "tests" / "support" / "redirect_hosts.py"
-HOSTS = ("api.openai.com", "api.anthropic.com", "api.deepseek.com")
+HOSTS = ("api.openai.com", "api.anthropic.com", "api.deepseek.com", "generativelanguage.googleapis.com")
 
 
 class RealHostsFake(FakeProvider):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from mitmproxy import ctx
 from mitmproxy.proxy import server_hooks
 
-HOSTS = ("api.openai.com", "api.anthropic.com", "api.deepseek.com")
+HOSTS = ("api.openai.com", "api.anthropic.com", "api.deepseek.com", "generativelanguage.googleapis.com")
 
 
 class RedirectHosts:

@@ -77,10 +77,13 @@ class WithProxy:
         ours = ["--set", f"confdir={self.confdir}", "--set", f"llm_log={self.events}", *self.fake.mitmdump_options()]
         return [str(WITH_PROXY), *ours, *options, "--", *client]
 
-    def run(self, *options: str, client: list[str], **env: str) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *options: str, client: list[str], cwd: Path | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             self.command(options, client),
             env=self.env(**env),
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
