@@ -3,6 +3,22 @@
 It reads the reasoning each response carries (opaque signatures, reasoning
 text), remembers it by tool call id, and puts it back into the next request
 when the client dropped it, so the provider answers 200 instead of 400.
+
+This folder is the package `llm_reasoning_proxy` (`main.py`, the entry point for `mitmdump -s`, loads it under that
+name, installed or not):
+
+    hooks/       the mitmproxy addons: runtime, repair, capture, explain, retry, upkeep, contentview
+    request/     the request's way: claim (LLM traffic? whose? which model?), resume, plans, signing
+    answer/      the answer's way: tap (a stream's copy, read as it passes), keep, provenance
+    wire/        one folder per wire format (read, repair, check, recover, transcribe)
+    dialects/    one module per provider: who is behind a route, what it requires, its error rules and advice
+    diagnosis/   error envelopes, matched against every dialect's rules; the explanation of a 4xx
+    cache/       SQLite, Redis and memory
+    shared/      limits (every bound), redact, settings, events, records, ...
+    offline/     check, fixtures/ (export), report/;  transcripts/: the LLM view
+
+Beside it: tests/ (unit and end-to-end tests; tests/support/ the fake providers, tests/fixtures/SOURCES.md),
+flows/ (captured flows turned into fixtures, screenshots), scripts/ (run, with-proxy, web, test, demo, check, ...).
 """
 
 from __future__ import annotations
