@@ -10,7 +10,7 @@ from typing import Any
 
 from llm_reasoning_proxy import make_addons
 from llm_reasoning_proxy.diagnosis import classify
-from llm_reasoning_proxy.diagnosis.explanation import VERDICT_ADVICE, Judgement, judge
+from llm_reasoning_proxy.diagnosis.verdicts import VERDICT_ADVICE, Judgement, judge
 from llm_reasoning_proxy.dialects.openai import NOT_ASKED_ADVICE, OWN_VALUE_REFUSED
 from llm_reasoning_proxy.shared.records import ReasoningRecord, ToolCallRef
 from llm_reasoning_proxy.wire import by_name
