@@ -287,14 +287,16 @@ def distinct_header_frames(count: int, headers_bytes: int, **first: str) -> list
 
 
 def held_by(make: Callable[[], object]) -> tuple[object, int]:
-    """What `make` returns, and the bytes still allocated once it returned (what that object holds)."""
+    """What `make` returns, and the bytes still allocated once it returned (what that object holds): only what was
+    allocated on the way from this file's code, so that another thread of the test session (a fake provider's,
+    say) allocating meanwhile is not counted."""
     gc.collect()
-    tracemalloc.start()
+    tracemalloc.start(128)
     try:
-        before = tracemalloc.get_traced_memory()[0]
         made = make()
         gc.collect()
-        return made, tracemalloc.get_traced_memory()[0] - before
+        ours = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, __file__, all_frames=True)])
+        return made, sum(stat.size for stat in ours.statistics("filename"))
     finally:
         tracemalloc.stop()
 
