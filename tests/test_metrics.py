@@ -48,10 +48,26 @@ def test_recoveries_diagnoses_captures_skips_and_failures():
     metrics = FleetMetrics()
     for event in (
         Recovered(**FLOW, how="retry", rule="deepseek.reasoning_content_missing", removed=[]),
-        Diagnosed(**FLOW, status=400, rule="deepseek.reasoning_content_missing", summary="s", problem="missing",
-                  advice="a", message="m"),  # fmt: skip
-        Captured(**FLOW, response_id="r", request_model="m", response_model="m", tool_calls=[], fields={},
-                 streamed=True, complete=True, stored=False),  # fmt: skip
+        Diagnosed(
+            **FLOW,
+            status=400,
+            rule="deepseek.reasoning_content_missing",
+            summary="s",
+            problem="missing",
+            advice="a",
+            message="m",
+        ),  # fmt: skip
+        Captured(
+            **FLOW,
+            response_id="r",
+            request_model="m",
+            response_model="m",
+            tool_calls=[],
+            fields={},
+            streamed=True,
+            complete=True,
+            stored=False,
+        ),  # fmt: skip
         Skipped(url="u", reason="reasoning cache unavailable, forwarded unrepaired: sk-secret-in-text"),
         Failure(stage="response capture", error="KeyError: 'x'"),
     ):

@@ -78,12 +78,15 @@ class FleetMetrics:
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(f"{PREFIX}_{name}", doc, labels, registry=self.registry)
 
-        self.exchanges = counter("exchanges", "LLM exchanges seen, by provider, model and wire format",
-                                 ("provider", "model", "format"))
-        self.repairs = counter("repairs", "Repairs made to requests (applied=false: llm_repair=false would have)",
-                               ("kind", "applied"))
-        self.recoveries = counter("recoveries", "Requests sent on without reasoning that could not be put back",
-                                  ("how", "rule"))
+        self.exchanges = counter(
+            "exchanges", "LLM exchanges seen, by provider, model and wire format", ("provider", "model", "format")
+        )
+        self.repairs = counter(
+            "repairs", "Repairs made to requests (applied=false: llm_repair=false would have)", ("kind", "applied")
+        )
+        self.recoveries = counter(
+            "recoveries", "Requests sent on without reasoning that could not be put back", ("how", "rule")
+        )
         self.diagnosed = counter("diagnosed", "Provider 4xx answers explained, by diagnosis rule", ("rule", "status"))
         self.captures = counter("captures", "Answers whose reasoning was read, by whether it was stored", ("stored",))
         self.skips = counter("skips", "Flows or parts left alone, by category of reason", ("reason",))
@@ -153,4 +156,3 @@ class MetricsServer:
         if server is not None:
             server.shutdown()  # waits for serve_forever to return, a fraction of a second
             server.server_close()
-
