@@ -7,7 +7,8 @@ when the client dropped it, so the provider answers 200 instead of 400.
 This folder is the package `llm_reasoning_proxy` (`main.py`, the entry point for `mitmdump -s`, loads it under that
 name, installed or not):
 
-    hooks/       the mitmproxy addons: runtime, repair, capture, explain, retry, upkeep, contentview
+    hooks/       the mitmproxy addons: runtime, repair, capture, explain, retry, metrics, upkeep,
+                 contentview
     request/     the request's way: claim (LLM traffic? whose? which model?), resume, plans, signing
     answer/      the answer's way: tap (a stream's copy, read as it passes), keep, provenance
     wire/        one folder per wire format (read, repair, check, recover, transcribe)
@@ -26,6 +27,7 @@ from __future__ import annotations
 from .hooks.capture import ResponseCapture
 from .hooks.contentview import LlmContentView
 from .hooks.explain import ErrorExplainer
+from .hooks.metrics import Metrics
 from .hooks.repair import RequestRepair
 from .hooks.retry import RefusalRetry
 from .hooks.runtime import Runtime
@@ -42,6 +44,7 @@ def make_addons() -> list[object]:
         ResponseCapture(config),
         ErrorExplainer(config),
         RefusalRetry(config),  # after the explainer: it sends again what the diagnosis names
+        Metrics(config),  # after the hooks whose events and flow entries it counts
         CacheUpkeep(config),
         LlmContentView(),
     ]
@@ -52,6 +55,7 @@ __all__ = [
     "CacheUpkeep",
     "ErrorExplainer",
     "LlmContentView",
+    "Metrics",
     "Runtime",
     "RefusalRetry",
     "RequestRepair",

@@ -317,6 +317,7 @@ def test_options_are_declared_once_each():
         "llm_credential_headers",
         "llm_anonymous_fallback",
         "llm_keep_bodies",
+        "llm_metrics",
     ]
     assert OPTION_NAMES == frozenset(names)
     assert all(spec.help.strip() for spec in OPTIONS)
@@ -400,6 +401,10 @@ def test_settings_are_frozen():
         ("llm_cache_max_entries", None),
         ("llm_log_opaque", "perhaps"),
         ("llm_keep_bodies", "sometimes"),
+        ("llm_metrics", "9464"),
+        ("llm_metrics", "localhost:port"),
+        ("llm_metrics", "127.0.0.1:70000"),
+        ("llm_metrics", "http://127.0.0.1:9464/metrics"),
     ],
 )
 def test_parse_settings_error_names_the_option(option, value):
@@ -465,3 +470,11 @@ def test_the_anonymous_fallback_is_off_unless_asked_for():
     assert parse_settings({**DEFAULTS, "llm_anonymous_fallback": "true"}).anonymous_fallback is True
     with pytest.raises(ValueError, match="llm_anonymous_fallback"):
         parse_settings({**DEFAULTS, "llm_anonymous_fallback": "maybe"})
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", None), (None, None), ("127.0.0.1:9464", ("127.0.0.1", 9464)), ("[::1]:9464", ("::1", 9464))],
+)
+def test_parse_settings_reads_llm_metrics(value, expected):
+    assert parse_settings({**DEFAULTS, "llm_cache": "memory", "llm_metrics": value}).metrics == expected

@@ -56,4 +56,9 @@ class ReasoningStore(Protocol):
         oldest first, and as many origins, reading only what it drops; returns the records dropped."""
         ...
 
+    def size(self) -> tuple[int | None, int | None]:
+        """The records held and the bytes they take (None where the store cannot tell cheaply), for the metrics;
+        called on the event loop every few seconds, so it reads a count, never the records."""
+        ...
+
     def close(self) -> None: ...

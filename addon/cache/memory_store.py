@@ -93,6 +93,9 @@ class MemoryStore:
             if self._keys.get(scoped_key) == record_id:
                 del self._keys[scoped_key]
 
+    def size(self) -> tuple[int | None, int | None]:
+        return len(self._records), None
+
     def close(self) -> None:
         self._records.clear()
         self._keys.clear()

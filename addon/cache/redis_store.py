@@ -222,6 +222,10 @@ class RedisStore:
                 pipe.execute()
         return members
 
+    def size(self) -> tuple[int | None, int | None]:
+        """The records from their index (one ZCARD); their bytes are Redis's to tell (its own memory metrics)."""
+        return int(self._guard(lambda: self._redis.zcard(LAYOUT + "records"))), None
+
     def close(self) -> None:
         self._read.clear()
         self._redis.close()

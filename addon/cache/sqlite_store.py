@@ -395,6 +395,12 @@ class SQLiteStore:
             removed += db.execute(older + "ORDER BY stored_at LIMIT ?)", (excess,)).rowcount
         return removed
 
+    def size(self) -> tuple[int | None, int | None]:
+        """The records from the tally the triggers keep (never a count(*)); the bytes of the file and its WAL."""
+        row = self._db.execute("SELECT count FROM tallies WHERE name = 'records'").fetchone()
+        files = [self.path, *_companions(self.path)]
+        return (int(row[0]) if row else None), sum(p.stat().st_size for p in files if p.exists())
+
     def close(self) -> None:
         with self._upkeep_lock:  # a step under way in the upkeep's thread ends first
             self._closed = True

@@ -199,6 +199,9 @@ class RequestRepair:
             return meta, report
         plan = outcome.plan
         model = meta["request_model"] = outcome.model
+        misses = len(plan.asked) - len(plan.cache.found.keys() & plan.asked) if plan.asked else 0
+        if misses:  # the cache lookups that found nothing (the metrics' cache misses)
+            meta["cache_misses"] = misses
         if outcome.doc is None:
             meta["resumed"] = True  # read from where the conversation's last request ended
         if plan.cache.mismatched:

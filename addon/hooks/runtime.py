@@ -102,6 +102,7 @@ class Runtime:
             except OSError as e:
                 self.settings = previous
                 raise exceptions.OptionsError(f"llm_log: cannot open {settings.log}: {e}") from e
+            events.listeners = self.events.listeners  # the metrics go on counting what the new log is given
             self.events.close()
             self.events = events
 

@@ -251,6 +251,9 @@ class EventLog:
     A rotation that fails (something sits at `<name>.1`) or a file that cannot be
     reopened is reported once; the log goes on in the file it has (or reopens it)
     and tries again every `RETRY_SECONDS`.
+
+    Each event is also handed to the `listeners` (the metrics count them), whether or not the log is written: a
+    listener that raises is left out of that event, never the log or the hook.
     """
 
     RETRY_SECONDS = 60.0
@@ -273,6 +276,7 @@ class EventLog:
         self._trouble: str | None = None  # why rotating or reopening fails, once said; None when all is well
         self._retry_at = 0.0
         self._closed = path is None
+        self.listeners: list[Callable[[Event], None]] = []
         if path is not None:
             make_private_dir(path.parent)
             self._open()
@@ -284,6 +288,11 @@ class EventLog:
         self._inode = os.fstat(fd).st_ino
 
     def write(self, event: Event) -> None:
+        for listener in self.listeners:
+            try:
+                listener(event)
+            except Exception as e:  # a count missed; the event is still logged
+                logger.debug("llm event listener %r failed on %s: %s", listener, event.kind, e)
         if self._closed:
             return
         try:

@@ -185,6 +185,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
         mitmproxy 12's store_streamed_bodies on, mitmproxy keeps them itself.
         """,
     ),
+    OptionSpec(
+        "llm_metrics",
+        "",
+        """
+        HOST:PORT on which to serve Prometheus metrics at /metrics (exchanges,
+        repairs, recoveries, diagnosed 4xx, cache hits and size, the addon's
+        own time), e.g. "127.0.0.1:9464". Empty (the default) serves none.
+        """,
+    ),
 )
 OPTION_NAMES = frozenset(spec.name for spec in OPTIONS)
 # The one place each default is written is OPTIONS: the parsers and the Settings model take theirs from here.
@@ -313,6 +322,18 @@ def parse_placeholder(value: str | None) -> str:
     return value
 
 
+def parse_listen_address(name: str, value: str | None) -> tuple[str, int] | None:
+    """HOST:PORT ([::1]:PORT for IPv6) to listen on, or None for an empty value."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    host, _, port = text.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or any(c in host for c in "/[] "):
+        raise ValueError(f"{name}: expected HOST:PORT such as 127.0.0.1:9464, got {value!r}")
+    return host, int(port)
+
+
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -344,6 +365,7 @@ class Settings(BaseModel):
     anonymous_fallback: bool = parse_bool("llm_anonymous_fallback", _default("llm_anonymous_fallback"))
     remove_foreign: bool = parse_bool("llm_remove_foreign", _default("llm_remove_foreign"))
     recover: bool = parse_bool("llm_recover", _default("llm_recover"))
+    metrics: tuple[str, int] | None = None  # where /metrics is served; None: nowhere
 
     @property
     def cache_display(self) -> str:
@@ -380,4 +402,5 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         anonymous_fallback=parse_bool("llm_anonymous_fallback", values["llm_anonymous_fallback"]),
         remove_foreign=parse_bool("llm_remove_foreign", values["llm_remove_foreign"]),
         recover=parse_bool("llm_recover", values["llm_recover"]),
+        metrics=parse_listen_address("llm_metrics", values["llm_metrics"]),
     )
