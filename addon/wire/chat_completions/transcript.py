@@ -165,6 +165,8 @@ def chat_usage(usage: Any) -> Usage:
     )
     if found.cache_read is None:  # DeepSeek reports its context cache this way
         found.cache_read = usage_from(usage, cache_read="prompt_cache_hit_tokens").cache_read
+    if found.reasoning is None:  # GitHub Copilot: a top-level `usage.reasoning_tokens` (its Gemini 3 captures)
+        found.reasoning = usage_from(usage, reasoning="reasoning_tokens").reasoning
     return found
 
 
