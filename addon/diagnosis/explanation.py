@@ -18,7 +18,6 @@ Nothing here writes: the hook applies the result (forgets the entries, `Explanat
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +27,7 @@ from ..cache import StoreUnavailable
 from ..request.plans import INSERTING, RepairPlan
 from ..request.signing import SIGNED_REMEDY
 from ..shared import jsoncodec
-from ..shared.records import ReasoningRecord, RepairAction, Violation, display_call_id, summarize_actions
+from ..shared.records import ReasoningRecord, RepairAction, Violation, display_call_id, place_index, summarize_actions
 from ..shared.redact import masked_logger
 from ..shared.settings import Settings
 from ..wire import CacheView, RepairContext, WireFormat
@@ -41,7 +40,6 @@ logger = masked_logger(__name__)
 
 # Errors that say a value sent was wrong (not absent): if the proxy sent it, its cache entry is bad.
 REFUSED_VALUE = ("invalid", "foreign", "not_found", "duplicate")
-_LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _MAX_FINDINGS = 6
 _MENDED = "the client's request, mended by the proxy, broke "
 
@@ -177,8 +175,7 @@ def advise(
 
 
 def _finding_index(violation: Violation) -> int | None:
-    at = _LOCATION_INDEX.match(violation.location)
-    return int(at.group(1)) if at else None
+    return place_index(violation.location)
 
 
 def pick_finding(findings: list[Violation], diagnosis: Diagnosis) -> Violation | None:

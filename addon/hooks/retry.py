@@ -16,7 +16,6 @@ first answer by the time it is known to be refused, so the second can only repla
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from mitmproxy import ctx, http
@@ -31,7 +30,7 @@ from ..shared.failopen import FailOpen
 from ..shared.flow_meta import RETRY_OF, flow_meta
 from ..shared.headers import listed_values
 from ..shared.limits import MAX_DECODED_BYTES, cut_text
-from ..shared.records import RepairAction, recovered_places
+from ..shared.records import RepairAction, place_index, recovered_places
 from ..shared.redact import masked_logger, redact_url
 from ..wire import RepairContext, WireFormat
 from ..wire.content_encoding import message_body
@@ -45,7 +44,6 @@ _NOT_RETRIED = frozenset({401, 403, 429})
 # Kinds of diagnosis a value the request holds is at fault for: it is taken out of the second request.
 _REFUSED_VALUE = frozenset({"invalid", "foreign", "not_found", "duplicate", "orphaned"})
 _RETRIED_KINDS = _REFUSED_VALUE | {"missing"}
-_LOCATION_INDEX = re.compile(r"^\w+\[(\d+)\]")
 _ERROR_CHARS = 1000  # of the provider's first text, in the event
 
 
@@ -67,8 +65,8 @@ def refused_places(kind: str, location: str | None) -> list[int] | None:
     request goes without any reasoning state, in the form the provider accepts for none (thinking off)."""
     if kind not in _REFUSED_VALUE:
         return None
-    at = _LOCATION_INDEX.match(location or "")
-    return [int(at.group(1))] if at else None
+    index = place_index(location)
+    return [index] if index is not None else None
 
 
 def retry_body(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
@@ -305,6 +306,16 @@ class RepairAction:
         if self.kind == "placeholder":
             return f"sent placeholder {what} on {self.location}{call}: nothing cached (degraded)"
         return f"restored full tool call id on {self.location} and its tool results{call}"
+
+
+_PLACE_INDEX = re.compile(r"^\w+\[(\d+)\]")
+
+
+def place_index(location: str | None) -> int | None:
+    """The index in a body's top-level list that a place names ("messages[3].content[0]": 3); None for another
+    shape."""
+    at = _PLACE_INDEX.match(location or "")
+    return int(at.group(1)) if at else None
 
 
 class Violation(BaseModel):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dialects.anthropic import effort_too_high, thinking_off
-from ..shared.records import ReasoningRecord, RepairAction, Violation
+from ..shared.records import ReasoningRecord, RepairAction, Violation, place_index
 from .base import CacheView, CallHit, assistant_blocks
 
 THINKING_OFF = "thinking turned off for this request"
@@ -239,7 +239,7 @@ def _mend(
 
 def violation_index(violation: Violation) -> int:
     """The index in `messages` of the place a violation names ("messages[3].content[0]")."""
-    return int(violation.location.split("]", 1)[0].split("[", 1)[1])
+    return place_index(violation.location) or 0
 
 
 def take_out_reasoning(

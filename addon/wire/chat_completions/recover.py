@@ -10,13 +10,12 @@ llm_signature_placeholder allows). For Copilot's `reasoning_opaque` no stand-in 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ... import dialects
 from ...dialects.base import REASONING_CONTENT_MISSING
 from ...dialects.gemini import GEMINI_SIGNATURE_MISSING
-from ...shared.records import RepairAction, Violation
+from ...shared.records import RepairAction, Violation, place_index
 from ..base import RepairContext
 from ..gemini.repair import PLACEHOLDER_BASE64
 from .check import check_messages
@@ -28,12 +27,6 @@ DUMMY_SIGNATURE = "Google's dummy thought signature sent"
 _TAKEN_OUT_REFUSED = "reasoning the provider refused, taken out"
 # A tool call's own reasoning state: the Gemini OpenAI-compatible signature, LiteLLM's fields.
 _CALL_FIELDS = ("extra_content", "provider_specific_fields")
-_MESSAGE_AT = re.compile(r"^messages\[(\d+)\]")
-
-
-def _message_index(violation: Violation) -> int | None:
-    at = _MESSAGE_AT.match(violation.location)
-    return int(at.group(1)) if at else None
 
 
 def take_out_reasoning(messages: list[Any], indexes: list[int]) -> list[RepairAction]:
@@ -72,7 +65,7 @@ def _placeholder(context: RepairContext) -> str | None:
 
 def stand_in(messages: list[Any], violation: Violation, doc: Any, context: RepairContext) -> RepairAction | None:
     """What the provider takes at one place the check finds broken, put there; None where nothing is known."""
-    index = _message_index(violation)
+    index = place_index(violation.location)
     message = messages[index] if index is not None and index < len(messages) else None
     if not is_assistant(message):
         return None
