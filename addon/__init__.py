@@ -7,7 +7,7 @@ when the client dropped it, so the provider answers 200 instead of 400.
 This folder is the package `llm_reasoning_proxy` (`main.py`, the entry point for `mitmdump -s`, loads it under that
 name, installed or not):
 
-    hooks/       the mitmproxy addons: runtime, repair, capture, explain, retry, metrics, upkeep,
+    hooks/       the mitmproxy addons: runtime, repair, capture, explain, retry, metrics, traces, upkeep,
                  contentview
     request/     the request's way: claim (LLM traffic? whose? which model?), resume, plans, signing
     answer/      the answer's way: tap (a stream's copy, read as it passes), keep, provenance
@@ -16,6 +16,7 @@ name, installed or not):
     diagnosis/   error envelopes, matched against every dialect's rules; the explanation of a 4xx
     cache/       SQLite, Redis and memory
     shared/      limits (every bound), redact, settings, events, records, ...
+    traces/      OpenTelemetry GenAI spans: the conventions' attributes, conversations as traces, the export thread
     offline/     check, fixtures/ (export), report/;  transcripts/: the LLM view
 
 Beside it: tests/ (unit and end-to-end tests; tests/support/ the fake providers, tests/fixtures/SOURCES.md),
@@ -31,6 +32,7 @@ from .hooks.metrics import Metrics
 from .hooks.repair import RequestRepair
 from .hooks.retry import RefusalRetry
 from .hooks.runtime import Runtime
+from .hooks.traces import Traces
 from .hooks.upkeep import CacheUpkeep
 from .shared.version import __version__
 
@@ -45,6 +47,7 @@ def make_addons() -> list[object]:
         ErrorExplainer(config),
         RefusalRetry(config),  # after the explainer: it sends again what the diagnosis names
         Metrics(config),  # after the hooks whose events and flow entries it counts
+        Traces(config),  # after them too: a span says what they did
         CacheUpkeep(config),
         LlmContentView(),
     ]
@@ -60,5 +63,6 @@ __all__ = [
     "RefusalRetry",
     "RequestRepair",
     "ResponseCapture",
+    "Traces",
     "make_addons",
 ]

@@ -318,6 +318,8 @@ def test_options_are_declared_once_each():
         "llm_anonymous_fallback",
         "llm_keep_bodies",
         "llm_metrics",
+        "llm_otel",
+        "llm_otel_content",
     ]
     assert OPTION_NAMES == frozenset(names)
     assert all(spec.help.strip() for spec in OPTIONS)

@@ -19,6 +19,7 @@ from ..shared.limits import MAX_DECODED_BYTES, MAX_HELD_STREAM_BYTES
 from ..shared.records import ReasoningRecord
 from ..wire import ResponseReader
 from ..wire.content_encoding import BoundedDecoder, DecodedTooLarge, Undecodable, UnsupportedEncoding, decode_body
+from ..wire.conversation import Answer
 from ..wire.event_stream import FrameEvents
 from ..wire.sse import SSEParser, looks_like_event_stream
 
@@ -41,6 +42,8 @@ class TapResult:
     unreadable: int = 0  # stream events that held no JSON (ResponseReader.unreadable)
     problem: str | None = None  # why the copy could not be read, if it could not
     seconds: float = 0.0  # the time the tap spent reading its copy, off the stream's path or on it
+    answer: Answer | None = None  # the answer as a person reads it, when the reader assembled it (ReadingAndAssembling)
+    first_chunk_at: float | None = None  # when the first piece of the body came (time.time())
 
 
 class ResponseTap:
@@ -88,6 +91,12 @@ class ResponseTap:
         self._unreadable_frames = 0  # AWS event frames that carried nothing a reader takes
         self._backlog_size = 0
         self.seconds = 0.0  # spent reading: what the proxy's own time on this answer is made of
+        self.first_chunk_at: float | None = None
+
+    @property
+    def finished(self) -> bool:
+        """Whether the answer was read to its end (or its reading given up) and handed over."""
+        return self._finished
 
     @property
     def unread_bytes(self) -> int:
@@ -100,6 +109,8 @@ class ResponseTap:
             if not self._defer:
                 self.finish(complete=True)
             return chunk
+        if not self._size:
+            self.first_chunk_at = time.time()
         self._size += len(chunk)
         if self._kept is not None:
             if self._size <= MAX_DOCUMENT_BYTES:
@@ -242,8 +253,11 @@ class ResponseTap:
 
     def _result(self, complete: bool) -> TapResult:
         if not self._read:
-            return TapResult(complete=complete, sse=self._sse, read=False, problem=self.problem)
+            return TapResult(
+                complete=complete, sse=self._sse, read=False, problem=self.problem, first_chunk_at=self.first_chunk_at
+            )
         records = tuple(self.reader.records(complete=complete))
+        assembled = getattr(self.reader, "answer", None)  # ReadingAndAssembling
         return TapResult(
             complete=complete,
             sse=self._sse,
@@ -253,6 +267,8 @@ class ResponseTap:
             unreadable=self.reader.unreadable + self._unreadable_frames,
             problem=self.problem,
             seconds=self.seconds,
+            answer=assembled() if assembled is not None else None,
+            first_chunk_at=self.first_chunk_at,
         )
 
     def _read_document(self, raw: bytes | bytearray) -> None:

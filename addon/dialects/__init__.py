@@ -68,6 +68,22 @@ _REMEMBERED_CHARS = 1024
 _remembered_serving = functools.lru_cache(maxsize=256)(_serving)
 
 
+def provider_name(host: str, path: str, model: str) -> str:
+    """Who answers a request, as OpenTelemetry's GenAI conventions name providers (`gen_ai.provider.name`): the
+    dialect that serves it, else the one whose hosts it went to, else the host itself (a gateway of its own)."""
+    dialect = serving(host, path, model)
+    if dialect is not None and dialect.otel_name:
+        return dialect.otel_name
+    host = host.lower()
+    for dialect in DIALECTS:
+        # A host or any of its subdomains; Vertex AI's regional hosts are REGION-aiplatform.googleapis.com.
+        if dialect.otel_name and any(
+            host == known or host.endswith(("." + known, "-" + known)) for known in dialect.known_hosts
+        ):
+            return dialect.otel_name
+    return host
+
+
 def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:
     """What a current-turn function call must carry back on chat completions, for whoever serves the request (LiteLLM
     and others send a placeholder of their own: nothing)."""

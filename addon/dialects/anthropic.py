@@ -259,6 +259,8 @@ def effort_too_high(effort: Any, off: ThinkingOff) -> bool:
 
 class Anthropic(Dialect):
     name = "anthropic"
+    otel_name = "anthropic"
+    known_hosts = ("api.anthropic.com",)
     rules = RULES
 
 

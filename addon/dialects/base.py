@@ -186,6 +186,10 @@ class Dialect:
     Every answer is "nothing special" by default; a dialect overrides what its provider requires."""
 
     name: str = ""
+    # Its `gen_ai.provider.name` in OpenTelemetry's GenAI conventions (a listed value where there is one, such as
+    # "aws.bedrock"), and the hosts (or their last labels) where it answers, by which a trace names it.
+    otel_name: str = ""
+    known_hosts: tuple[str, ...] = ()
     # Where it answers, for a request whose error came in its envelope through another host (a local gateway such
     # as copilot-api passes Copilot's errors on): that request is checked as if sent here.
     host: str = ""

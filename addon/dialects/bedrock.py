@@ -83,6 +83,7 @@ RULES: tuple[Rule, ...] = (
 
 class Bedrock(Dialect):
     name = "bedrock"
+    otel_name = "aws.bedrock"
     rules = RULES
 
     def serves(self, host: str, path: str, model: str) -> bool:

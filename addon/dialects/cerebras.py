@@ -37,6 +37,8 @@ RULES: tuple[Rule, ...] = (
 
 class Cerebras(Dialect):
     name = "cerebras"
+    otel_name = "cerebras"
+    known_hosts = ("api.cerebras.ai",)
     host = "api.cerebras.ai"
     rules = RULES
 

@@ -101,6 +101,8 @@ class Copilot(Dialect):
     `/v1/messages` Claude takes Anthropic's own blocks, and `/responses` serves GPT-5 as OpenAI does."""
 
     name = "copilot"
+    otel_name = "github_copilot"
+    known_hosts = ("githubcopilot.com",)
     host = "api.githubcopilot.com"
     rules = RULES
     gateway_fields = GATEWAY_FIELDS

@@ -27,6 +27,12 @@ ROUTE = "/compatible-mode/"
 
 class DashScope(Dialect):
     name = "dashscope"
+    otel_name = "alibaba.dashscope"
+    known_hosts = (
+        "dashscope.aliyuncs.com",
+        "dashscope-intl.aliyuncs.com",
+        "maas.aliyuncs.com",
+    )
     silent_drops = True
     message_fields = (ENCRYPTED_THINKING_FIELD,)
 

@@ -100,6 +100,8 @@ class DeepSeek(Dialect):
     host serves it (https://api-docs.deepseek.com/guides/thinking_mode#tool-calls)."""
 
     name = "deepseek"
+    otel_name = "deepseek"
+    known_hosts = ("api.deepseek.com",)
     rules = RULES
 
     def requires_reasoning_content(self, model: str) -> bool:

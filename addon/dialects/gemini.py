@@ -123,6 +123,8 @@ class Gemini(Dialect):
     (https://ai.google.dev/gemini-api/docs/openai#thinking)."""
 
     name = "gemini"
+    otel_name = "gcp.gemini"
+    known_hosts = ("generativelanguage.googleapis.com",)
     rules = RULES
 
     def serves(self, host: str, path: str, model: str) -> bool:

@@ -81,6 +81,8 @@ def on_route(host: str, path: str) -> bool:
 
 class KimiAnthropic(Dialect):
     name = "kimi_anthropic"
+    otel_name = "moonshot"
+    known_hosts = ("api.kimi.com",)
     host = "api.moonshot.ai"
     rules = RULES
 

@@ -17,6 +17,11 @@ HOST_MARKS = ("minimax.io", "minimaxi.com")
 
 class MiniMax(Dialect):
     name = "minimax"
+    otel_name = "minimax"
+    known_hosts = (
+        "minimax.io",
+        "minimaxi.com",
+    )
     silent_drops = True
     think_in_content = True
 

@@ -69,6 +69,8 @@ RULES: tuple[Rule, ...] = (
 
 class Mistral(Dialect):
     name = "mistral"
+    otel_name = "mistral_ai"
+    known_hosts = ("api.mistral.ai",)
     host = "api.mistral.ai"
     rules = RULES
     # A turn sent back without its thinking chunk is answered all the same (tests/fixtures/mistral/ shows the chunk

@@ -37,6 +37,11 @@ def model_name(model: str) -> str:
 
 class Moonshot(Dialect):
     name = "moonshot"
+    otel_name = "moonshot"
+    known_hosts = (
+        "api.moonshot.ai",
+        "api.moonshot.cn",
+    )
     rules = RULES
 
     def serves(self, host: str, path: str, model: str) -> bool:

@@ -218,6 +218,8 @@ class OpenAI(Dialect):
     """OpenAI (and Azure OpenAI and other hosts of the Responses API and chat completions)."""
 
     name = "openai"
+    otel_name = "openai"
+    known_hosts = ("api.openai.com",)
     rules = RESPONSES_RULES + CHAT_RULES
 
 

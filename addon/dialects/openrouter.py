@@ -67,6 +67,8 @@ class OpenRouter(Dialect):
     (https://openrouter.ai/docs/use-cases/reasoning-tokens#preserving-reasoning-blocks)."""
 
     name = "openrouter"
+    otel_name = "openrouter"
+    known_hosts = ("openrouter.ai",)
     rules = RULES
     gateway_fields = GATEWAY_FIELDS
 

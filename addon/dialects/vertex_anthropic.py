@@ -33,6 +33,8 @@ class VertexAnthropic(Dialect):
     and routes."""
 
     name = "vertex_anthropic"
+    otel_name = "gcp.vertex_ai"
+    known_hosts = ("aiplatform.googleapis.com",)
     host = "aiplatform.googleapis.com"
 
     def serves(self, host: str, path: str, model: str) -> bool:

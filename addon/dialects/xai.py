@@ -54,6 +54,8 @@ class XAI(Dialect):
     `encrypted_content`."""
 
     name = "xai"
+    otel_name = "x_ai"
+    known_hosts = ("api.x.ai",)
     host = "api.x.ai"
     rules = RULES
 

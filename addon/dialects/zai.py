@@ -38,6 +38,11 @@ ROUTES = ("/api/paas/v4/", "/api/coding/paas/v4/")
 
 class ZAI(Dialect):
     name = "zai"
+    otel_name = "z_ai"
+    known_hosts = (
+        "api.z.ai",
+        "open.bigmodel.cn",
+    )
     rules = RULES
     silent_drops = True
 

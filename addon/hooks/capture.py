@@ -9,6 +9,7 @@ from typing import Any
 from mitmproxy import http
 
 from .. import wire as formats
+from ..answer.assembled import ReadingAndAssembling
 from ..answer.keep import KeptAnswer, keep_answer
 from ..answer.provenance import Origin
 from ..answer.tap import BACKLOG_BYTES, ResponseTap, TapResult
@@ -44,8 +45,11 @@ class ResponseCapture:
                 return  # error answers are small: let mitmproxy read them whole, to be explained
             kind = media_type(response.headers)
             aws_frames = kind == event_stream.MEDIA_TYPE
+            reader = formats.by_name(meta["format"]).reader()
+            if self.runtime.answer_listeners:  # the traces or the metrics read the answer too
+                reader = ReadingAndAssembling(reader, formats.TRANSCRIBERS[meta["format"]].assembler())
             tap = ResponseTap(
-                formats.by_name(meta["format"]).reader(),
+                reader,
                 sse=aws_frames or kind == sse_parser.MEDIA_TYPE,
                 aws_frames=aws_frames,
                 content_encoding=header(response.headers, b"content-encoding"),
@@ -90,7 +94,15 @@ class ResponseCapture:
         return FailOpen(flow.id, "response capture", self.runtime.events)
 
     def _commit(self, flow: http.HTTPFlow, result: TapResult) -> None:
-        """Stores the reasoning the tap read of an answer, then says what became of it."""
+        """Stores the reasoning the tap read of an answer and says what became of it, then tells the listeners."""
+        try:
+            self._store(flow, result)
+        finally:
+            for listener in self.runtime.answer_listeners:
+                with FailOpen(flow.id, "answer listener", self.runtime.events):
+                    listener(flow, result)
+
+    def _store(self, flow: http.HTTPFlow, result: TapResult) -> None:
         meta = flow_meta(flow)
         store = self.runtime.store
         if meta is None or store is None or self.runtime.settings is None:

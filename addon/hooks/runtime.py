@@ -7,9 +7,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Optional
 
-from mitmproxy import ctx, exceptions
+from mitmproxy import ctx, exceptions, http
 from mitmproxy.addonmanager import Loader
 
+from ..answer.tap import TapResult
 from ..cache import CacheLimits, ReasoningStore, StoreError, open_store
 from ..request.history import HistoryMemory
 from ..request.plans import RepairPlan
@@ -46,6 +47,8 @@ class Runtime:
         self._keep_bodies: bool | None = None
         # The last requests of each conversation, so that the next turn is read from where they ended.
         self.history = HistoryMemory()
+        # Told of each answer the capture read (hooks/traces.py, hooks/metrics.py): with any, answers are assembled.
+        self.answer_listeners: list[Callable[[http.HTTPFlow, TapResult], None]] = []
 
     @property
     def ready(self) -> bool:

@@ -194,6 +194,27 @@ OPTIONS: tuple[OptionSpec, ...] = (
         own time), e.g. "127.0.0.1:9464". Empty (the default) serves none.
         """,
     ),
+    OptionSpec(
+        "llm_otel",
+        "",
+        """
+        An OpenTelemetry collector's OTLP/HTTP URL to send a GenAI span of
+        each LLM exchange to, e.g. "http://127.0.0.1:4318" (a collector) or
+        "http://127.0.0.1:6006" (Phoenix); /v1/traces is added unless the URL
+        ends with it. OTEL_EXPORTER_OTLP_HEADERS gives the collector's
+        credentials. Empty (the default) sends none.
+        """,
+    ),
+    OptionSpec(
+        "llm_otel_content",
+        "false",
+        """
+        "true" puts each exchange's messages (instructions, input, output,
+        reasoning text, tool calls and results) on its span, masked like the
+        event log; signatures and encrypted reasoning never, only their
+        length and hash. Off by default, as OpenTelemetry's conventions advise.
+        """,
+    ),
 )
 OPTION_NAMES = frozenset(spec.name for spec in OPTIONS)
 # The one place each default is written is OPTIONS: the parsers and the Settings model take theirs from here.
@@ -334,6 +355,34 @@ def parse_listen_address(name: str, value: str | None) -> tuple[str, int] | None
     return host, int(port)
 
 
+OTLP_TRACES_PATH = "/v1/traces"
+
+
+def parse_otlp_endpoint(name: str, value: str | None) -> str | None:
+    """An OTLP/HTTP collector's URL, with /v1/traces added unless it ends with it; None for an empty value."""
+    text = (value or "").strip()
+    if not text:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme in ("grpc", "grpcs"):
+        raise ValueError(
+            f"{name}: OTLP over gRPC is not supported; give the collector's OTLP/HTTP URL (port 4318 by convention, "
+            f"Phoenix's is its web port, 6006), got {display_url(text)!r}"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            f"{name}: expected an http:// or https:// URL such as http://127.0.0.1:4318, got {display_url(text)!r}"
+        )
+    try:
+        parts.port  # noqa: B018 - raises for a port out of range
+    except ValueError as e:
+        raise ValueError(f"{name}: {e} in {display_url(text)!r}") from e
+    path = parts.path.rstrip("/")
+    if not path.endswith(OTLP_TRACES_PATH):
+        path += OTLP_TRACES_PATH
+    return parts._replace(path=path).geturl()
+
+
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 
@@ -366,6 +415,8 @@ class Settings(BaseModel):
     remove_foreign: bool = parse_bool("llm_remove_foreign", _default("llm_remove_foreign"))
     recover: bool = parse_bool("llm_recover", _default("llm_recover"))
     metrics: tuple[str, int] | None = None  # where /metrics is served; None: nowhere
+    otel: str | None = None  # the collector's OTLP/HTTP traces URL; None: no traces
+    otel_content: bool = parse_bool("llm_otel_content", _default("llm_otel_content"))
 
     @property
     def cache_display(self) -> str:
@@ -373,7 +424,10 @@ class Settings(BaseModel):
         return display_url(self.cache) if self.cache.startswith(REDIS_SCHEMES) else self.cache
 
     def loggable(self) -> dict:
-        return self.model_dump(mode="json") | {"cache": self.cache_display}
+        shown = {"cache": self.cache_display}
+        if self.otel is not None:
+            shown["otel"] = display_url(self.otel)
+        return self.model_dump(mode="json") | shown
 
     def summary(self) -> str:
         return (
@@ -403,4 +457,6 @@ def parse_settings(values: Mapping[str, str | None]) -> Settings:
         remove_foreign=parse_bool("llm_remove_foreign", values["llm_remove_foreign"]),
         recover=parse_bool("llm_recover", values["llm_recover"]),
         metrics=parse_listen_address("llm_metrics", values["llm_metrics"]),
+        otel=parse_otlp_endpoint("llm_otel", values["llm_otel"]),
+        otel_content=parse_bool("llm_otel_content", values["llm_otel_content"]),
     )

@@ -223,6 +223,7 @@ class Routed:
 
 class WireFormat(Protocol):
     name: str
+    operation: str  # what a trace calls an exchange in this format: "chat", or "generate_content" (Gemini)
     # Fields whose values are human-readable text (logged, cut and masked); all other
     # captured fields are opaque and logged as length plus hash.
     text_fields: frozenset[str]

@@ -102,10 +102,19 @@ class Usage:
     cache_read: int | None = None  # part of input, or beside it (Anthropic)
     cache_write: int | None = None
     total: int | None = None
+    # Whether `input` counts the cached tokens too (OpenAI, Gemini), or they come beside it (Anthropic, Bedrock).
+    cache_in_input: bool = True
 
     def __bool__(self) -> bool:
         values = (self.input, self.output, self.reasoning, self.cache_read, self.cache_write, self.total)
         return any(v is not None for v in values)
+
+    @property
+    def all_input(self) -> int | None:
+        """Every input token, cached or not (what OpenTelemetry's `gen_ai.usage.input_tokens` counts)."""
+        if self.input is None or self.cache_in_input:
+            return self.input
+        return self.input + (self.cache_read or 0) + (self.cache_write or 0)
 
 
 @dataclass(slots=True)
@@ -127,6 +136,7 @@ class Answer:
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     model: str | None = None
+    id: str | None = None  # the provider's id of the answer (chatcmpl-…, msg_…, resp_…, Gemini's responseId)
     finish: str | None = None
     streamed: bool = False
     events: int = 0  # stream events read
@@ -135,3 +145,18 @@ class Answer:
 
     def parts(self) -> list[Part]:
         return [part for message in self.messages for part in message.parts]
+
+
+Link = tuple[str, str]  # ("call", a tool call id) or ("text", the hash of an assistant's text)
+
+
+def message_links(message: Message) -> list[Link]:
+    """What ties a message to the turn that said it: each tool call it holds (by id), and an assistant's text. Two
+    turns belong to one conversation when the later one's history holds a link the earlier one's answer made: the
+    chain an agent's tool loop leaves, and a chat's history too (the HTML report and the traces both follow it)."""
+    links = [("call", part.call_id) for part in message.parts if part.kind == "tool_call" and part.call_id]
+    if message.role in ("assistant", "model"):
+        text = "".join(p.text for p in message.parts if p.kind == "text")
+        if text.strip():
+            links.append(("text", str(hash(text))))
+    return links

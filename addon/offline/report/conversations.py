@@ -1,37 +1,25 @@
 """Turns grouped into conversations, and what changed from each turn of a conversation to the next.
 
-Two turns belong to one conversation when the later one's history holds something the earlier one's answer said:
-a tool call it made (by id), or its text. That is the chain an agent's tool loop leaves, and a chat's history too.
+Two turns belong to one conversation when the later one's history holds something the earlier one's answer said
+(`message_links`: a tool call it made, by id, or its text).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from ...transcripts.diff import compare
-from ...wire.conversation import Message
+from ...wire.conversation import Message, message_links
 from .turns import Turn
-
-
-def _links(message: Message) -> Iterator[tuple[str, ...]]:
-    for part in message.parts:
-        if part.kind == "tool_call" and part.call_id:
-            yield ("call", part.call_id)
-    if message.role in ("assistant", "model"):
-        text = "".join(p.text for p in message.parts if p.kind == "text")
-        if text.strip():
-            yield ("text", str(hash(text)))
 
 
 def group(turns: list[Turn]) -> list[list[Turn]]:
     """The conversations among `turns` (in order), each a list of its turns in order; sets `turn.conversation`."""
     parent = list(range(len(turns)))
-    links: dict[int, list[tuple[str, ...]]] = {}  # by message: a history's messages are shared between its turns
+    links: dict[int, list[tuple[str, str]]] = {}  # by message: a history's messages are shared between its turns
 
-    def links_of(message: Message) -> list[tuple[str, ...]]:
+    def links_of(message: Message) -> list[tuple[str, str]]:
         found = links.get(id(message))
         if found is None:
-            found = links[id(message)] = list(_links(message))
+            found = links[id(message)] = message_links(message)
         return found
 
     def root(i: int) -> int:
@@ -40,7 +28,7 @@ def group(turns: list[Turn]) -> list[list[Turn]]:
             i = parent[i]
         return i
 
-    issued: dict[tuple[str, ...], int] = {}
+    issued: dict[tuple[str, str], int] = {}
     for position, turn in enumerate(turns):
         if turn.client_sent is not None:
             for message in turn.client_sent.messages:
@@ -51,7 +39,7 @@ def group(turns: list[Turn]) -> list[list[Turn]]:
                         parent[max(a, b)] = min(a, b)
         if turn.answer is not None:
             for message in turn.answer.messages:
-                for link in _links(message):
+                for link in message_links(message):
                     issued.setdefault(link, position)
     groups: dict[int, list[Turn]] = {}
     for position, turn in enumerate(turns):

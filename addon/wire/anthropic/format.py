@@ -73,6 +73,7 @@ def _client_input(message: Any) -> bool:
 class AnthropicMessages(Routed):
     body_marker = b'"messages"'
     name = NAME
+    operation = "chat"  # its `gen_ai.operation.name` in OpenTelemetry's GenAI conventions
     items_key = "messages"
     # The current tool loop starts at the last user message without a tool_result; thinking goes back per message.
     resume = ResumeRules(opens_turn=_opens_turn, ends_input=_client_input)

@@ -153,13 +153,16 @@ class AnthropicTranscriber(ListTranscriber):
 
 
 def anthropic_usage(usage: Any) -> Usage:
-    return usage_from(
+    # Its input_tokens leaves out what was read from or written to the cache.
+    found = usage_from(
         usage,
         input="input_tokens",
         output="output_tokens",
         cache_read="cache_read_input_tokens",
         cache_write="cache_creation_input_tokens",
     )
+    found.cache_in_input = False
+    return found
 
 
 def whole_block(block: Block) -> dict[str, Any]:
@@ -211,6 +214,8 @@ class AnthropicAssembler(AnswerAssembler):
             return
         if isinstance(message.get("model"), str):
             self.answer.model = message["model"]
+        if isinstance(message.get("id"), str):
+            self.answer.id = message["id"]
         if isinstance(message.get("role"), str):
             self._role = message["role"]
         if isinstance(message.get("usage"), dict):

@@ -58,6 +58,7 @@ from .stream import REASONING
 class BedrockConverse(Routed):
     body_marker = b'"messages"'
     name = NAME
+    operation = "chat"  # its `gen_ai.operation.name` in OpenTelemetry's GenAI conventions
     items_key = "messages"
     text_fields = frozenset({TEXT_FIELD})
     maskable_fields: frozenset[str] = frozenset()

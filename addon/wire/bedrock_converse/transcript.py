@@ -160,7 +160,8 @@ class ConverseTranscriber(ListTranscriber):
 
 
 def converse_usage(usage: Any) -> Usage:
-    return usage_from(
+    # Its input_tokens leaves out what was read from or written to the cache.
+    found = usage_from(
         usage,
         input="inputTokens",
         output="outputTokens",
@@ -168,6 +169,8 @@ def converse_usage(usage: Any) -> Usage:
         cache_read="cacheReadInputTokens",
         cache_write="cacheWriteInputTokens",
     )
+    found.cache_in_input = False
+    return found
 
 
 def streamed_parts(block: Block, where: str) -> list[Part]:

@@ -58,6 +58,7 @@ _CLIENT_ROLES = frozenset({"user", "tool", "function", "system", "developer"})
 class ChatCompletions(Routed):
     body_marker = b'"messages"'
     name = NAME
+    operation = "chat"  # its `gen_ai.operation.name` in OpenTelemetry's GenAI conventions
     items_key = "messages"
     # The current tool loop starts after the last user message; a split turn is two assistant messages in a row.
     resume = ResumeRules(opens_turn=_opens_turn, ends_input=_client_input)

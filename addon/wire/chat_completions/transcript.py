@@ -204,6 +204,8 @@ class ChatAssembler(AnswerAssembler):
         answer = self.answer
         if isinstance(payload.get("model"), str):
             answer.model = payload["model"]
+        if isinstance(payload.get("id"), str):
+            answer.id = payload["id"]
         if isinstance(payload.get("usage"), dict):
             answer.usage = chat_usage(payload["usage"])
         if isinstance(payload.get("error"), dict):
@@ -219,6 +221,7 @@ class ChatAssembler(AnswerAssembler):
     def document(self, doc: dict[str, Any]) -> None:
         answer = self.answer
         answer.model = doc.get("model") if isinstance(doc.get("model"), str) else None
+        answer.id = doc.get("id") if isinstance(doc.get("id"), str) else None
         answer.usage = chat_usage(doc.get("usage"))
         for position, choice in enumerate(self._choice_list(doc)):
             if not isinstance(choice, dict):

@@ -59,6 +59,7 @@ from .sent import sent_values
 class GeminiNative(Routed):
     body_marker = b'"contents"'
     name = NAME
+    operation = "generate_content"  # its `gen_ai.operation.name` in OpenTelemetry's GenAI conventions
     items_key = "contents"
     text_fields = frozenset({SIGNED_TEXT_PART})
     maskable_fields: frozenset[str] = frozenset()

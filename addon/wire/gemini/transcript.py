@@ -201,6 +201,8 @@ class GeminiAssembler(AnswerAssembler):
         answer = self.answer
         if isinstance(doc.get("modelVersion"), str):
             answer.model = doc["modelVersion"]
+        if isinstance(doc.get("responseId"), str):
+            answer.id = doc["responseId"]
         if isinstance(doc.get("usageMetadata"), dict):
             answer.usage = merge_usage(answer.usage, gemini_usage(doc["usageMetadata"]))
         error = doc.get("error")

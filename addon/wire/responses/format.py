@@ -70,6 +70,7 @@ def _reasoning_ids(item: Any) -> list[str]:
 class Responses(Routed):
     body_marker = b'"input"'
     name = NAME
+    operation = "chat"  # its `gen_ai.operation.name` in OpenTelemetry's GenAI conventions
     items_key = "input"
     # A reasoning item goes before the run of model output it produced, which a tool's output or a message of the
     # client's ends.

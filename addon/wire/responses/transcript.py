@@ -200,6 +200,8 @@ class ResponsesAssembler(AnswerAssembler):
         answer = self.answer
         if isinstance(response.get("model"), str):
             answer.model = response["model"]
+        if isinstance(response.get("id"), str):
+            answer.id = response["id"]
         if isinstance(response.get("usage"), dict):
             answer.usage = responses_usage(response["usage"])
         incomplete = response.get("incomplete_details")

@@ -1,0 +1,129 @@
+"""End to end: a real mitmdump with llm_otel, tool loops through it to the fake providers, and the spans it sends
+read back from a stand-in OTLP collector (tests/support/otlp_sink.py): one span per exchange in one trace per
+conversation, what the proxy did as span events, content only when asked and never an opaque value or a
+credential; and a collector that is down or hangs, which the traffic never notices."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import openai
+import pytest
+
+from tests.support.fake_provider import FakeProvider
+from tests.support.otlp_sink import OtlpSink
+from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.turns import client, first_turn, history_as_sent, second_turn
+from tests.test_e2e_anthropic import QUESTION, answer_text, post, reply, request, results, tool_ids, without_thinking
+
+pytestmark = pytest.mark.e2e
+MODEL = "deepseek-v4-flash"
+
+
+@pytest.fixture
+def sink() -> Iterator[OtlpSink]:
+    with OtlpSink() as running:
+        yield running
+
+
+def traced(fake: FakeProvider, confdir: Path, sink_url: str, **options: object) -> MitmdumpProcess:
+    return reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_otel=sink_url, **options)
+
+
+def deepseek_loop(proxy: MitmdumpProcess, fake: FakeProvider, api_key: str) -> None:
+    """Turn 1 streamed, turn 2 without its reasoning_content (repaired), and a turn the proxy never saw (a 400)."""
+    proxied = client(proxy.url, api_key, parallel="2")
+    turn = first_turn(proxied, MODEL, stream=True)
+    history = history_as_sent(turn, drop=("reasoning_content",), content="")
+    assert second_turn(proxied, MODEL, history, stream=True) == "The directory holds two files."
+    other_key = f"{api_key}-other"
+    unseen = first_turn(client(fake.url, other_key, parallel="2"), MODEL, stream=False)
+    with pytest.raises(openai.BadRequestError):
+        second_turn(
+            client(proxy.url, other_key),
+            MODEL,
+            history_as_sent(unseen, drop=("reasoning_content",), content=""),
+            stream=False,
+        )
+
+
+def test_a_repaired_tool_loop_is_one_trace_with_what_the_proxy_did(
+    fake: FakeProvider, confdir: Path, sink: OtlpSink, api_key: str
+) -> None:
+    with traced(fake, confdir, sink.url) as proxy:
+        deepseek_loop(proxy, fake, api_key)
+        first, second, refused = sink.wait_for(3)
+    for span in (first, second, refused):
+        assert span["name"] == f"chat {MODEL}"
+        assert span["attributes"]["gen_ai.operation.name"] == "chat"
+        assert span["attributes"]["gen_ai.request.model"] == MODEL
+        assert span["attributes"]["server.address"] == "127.0.0.1"
+    # Turn 2 holds turn 1's tool calls: the same trace, under turn 1's span.
+    assert second["trace_id"] == first["trace_id"] and second["parent_span_id"] == first["span_id"]
+    assert first["attributes"]["gen_ai.conversation.id"] == second["attributes"]["gen_ai.conversation.id"]
+    assert refused["trace_id"] != first["trace_id"]  # its turn 1 never went through the proxy
+    assert first["attributes"]["gen_ai.response.finish_reasons"] == ["tool_calls"]
+    assert first["attributes"]["gen_ai.request.stream"] is True
+    assert first["attributes"]["gen_ai.response.id"] and second["attributes"]["gen_ai.response.id"]
+    assert [e["name"] for e in first["events"]] == ["llm_proxy.captured"]
+    assert first["events"][0]["attributes"]["llm_proxy.fields"] == ["reasoning_content"]
+    (repaired,) = [e for e in second["events"] if e["name"] == "llm_proxy.repaired"]
+    assert repaired["attributes"]["llm_proxy.kinds"] == ["restored"]
+    assert refused["status"]["code"] == 2  # ERROR
+    assert refused["attributes"]["error.type"] == "reasoning_content_missing"
+    assert refused["attributes"]["http.response.status_code"] == 400
+    (diagnosed,) = [e for e in refused["events"] if e["name"] == "llm_proxy.diagnosed"]
+    assert diagnosed["attributes"]["llm_proxy.rule"] == "reasoning_content_missing"
+    assert "start a new conversation" in diagnosed["attributes"]["llm_proxy.advice"]
+    everything = json.dumps(sink.spans)
+    assert api_key not in everything
+    # Content is off by default.
+    assert "gen_ai.input.messages" not in everything and "gen_ai.output.messages" not in everything
+    assert "list_directory" not in json.dumps([s["attributes"] for s in sink.spans])
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_content_on_shows_the_reasoning_never_a_signature(
+    fake: FakeProvider, confdir: Path, sink: OtlpSink, api_key: str, stream: bool
+) -> None:
+    with traced(fake, confdir, sink.url, llm_otel_content="true") as proxy:
+        turn = reply(post(proxy.url, api_key, request([QUESTION], stream=stream)), stream=stream)
+        issued = fake.anthropic.issued[tool_ids(turn)[0]]
+        messages = [QUESTION, without_thinking(turn), results(turn)]
+        assert answer_text(reply(post(proxy.url, api_key, request(messages, stream=stream)), stream=stream))
+        first, second = sink.wait_for(2)
+    assert second["trace_id"] == first["trace_id"]
+    assert first["attributes"]["gen_ai.provider.name"] == "127.0.0.1"  # a loopback fake: no provider's host
+    (output,) = json.loads(first["attributes"]["gen_ai.output.messages"])
+    reasoning = [p for p in output["parts"] if p["type"] == "reasoning"]
+    assert [p["content"] for p in reasoning] == [issued[0]["thinking"]]
+    assert {p["type"] for p in output["parts"]} >= {"reasoning", "opaque", "tool_call"}
+    sent = json.loads(second["attributes"]["gen_ai.input.messages"])
+    assert sent[1]["parts"][0]["type"] == "reasoning"  # what went upstream: the thinking the proxy put back
+    assert first["attributes"]["gen_ai.usage.output_tokens"] > 0
+    everything = json.dumps(sink.spans)
+    assert issued[0]["signature"] not in everything and issued[0]["signature"][:32] not in everything
+    assert api_key not in everything
+
+
+@pytest.mark.parametrize("collector", ["down", "hanging"])
+def test_a_collector_that_is_down_or_hangs_costs_the_traffic_nothing(
+    fake: FakeProvider, confdir: Path, sink: OtlpSink, api_key: str, collector: str
+) -> None:
+    if collector == "down":
+        with OtlpSink() as gone:
+            url = gone.url
+    else:
+        sink.hold.clear()  # takes the export's connection, never answers it
+        url = sink.url
+    with traced(fake, confdir, url) as proxy:
+        for _ in range(3):
+            deepseek_loop(proxy, fake, api_key)
+        line = proxy.wait_for_line("llm otel: cannot send spans to")
+        deepseek_loop(proxy, fake, api_key)
+    assert url in line and "traffic goes on" in line
+    assert proxy.output.count("llm otel: cannot send spans") == 1
+    assert "opentelemetry" not in proxy.output.lower().replace("opentelemetry's", "")
+    assert "failed on flow" not in proxy.output  # no hook failed open

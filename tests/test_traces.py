@@ -1,0 +1,318 @@
+"""The GenAI spans' pure parts: attributes and messages as OpenTelemetry's conventions write them, conversations as
+traces, the endpoint option; and the export thread against a stand-in collector (a slow one, a dead one)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+import pytest
+
+from llm_reasoning_proxy import dialects
+from llm_reasoning_proxy.shared.events import Captured, Diagnosed, Skipped
+from llm_reasoning_proxy.shared.settings import parse_otlp_endpoint
+from llm_reasoning_proxy.traces import genai
+from llm_reasoning_proxy.traces.exchange import Exchange, plan_span
+from llm_reasoning_proxy.traces.links import ENTRY_BYTES, ConversationLinks, TurnPlace
+from llm_reasoning_proxy.transcripts import read_answer
+from llm_reasoning_proxy.wire.anthropic.transcript import anthropic_usage
+from llm_reasoning_proxy.wire.chat_completions.transcript import chat_usage
+from tests.support.otlp_sink import OtlpSink
+
+SIGNATURE = "EqQBCkgIARABGAIiQL" + "x" * 300
+KEY = "sk-ant-api03-" + "A" * 93
+
+
+def anthropic_exchange(**changes) -> Exchange:
+    request = {
+        "model": "claude-sonnet-4-5",
+        "stream": True,
+        "system": [{"type": "text", "text": "You are terse."}],
+        "messages": [
+            {"role": "user", "content": f"my key is {KEY}"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "Look first.", "signature": SIGNATURE},
+                    {"type": "tool_use", "id": "toolu_01", "name": "ls", "input": {"path": "."}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01", "content": "a.txt"}]},
+        ],
+    }
+    answer = read_answer(
+        "anthropic_messages",
+        json.dumps(
+            {
+                "id": "msg_02",
+                "model": "claude-sonnet-4-5-20250929",
+                "role": "assistant",
+                "content": [{"type": "text", "text": "One file."}],
+                "stop_reason": "end_turn",
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 5,
+                    "cache_read_input_tokens": 100,
+                    "cache_creation_input_tokens": 7,
+                },
+            }
+        ).encode(),
+        sse=False,
+    )
+    fields = dict(
+        flow_id="f1",
+        wire_format="anthropic_messages",
+        operation="chat",
+        provider="anthropic",
+        server_address="api.anthropic.com",
+        server_port=443,
+        path="/v1/messages",
+        request_model="claude-sonnet-4-5",
+        started=1000.0,
+        ended=1002.5,
+        request_body=json.dumps(request).encode(),
+        request_encoding=None,
+        status=200,
+        first_chunk_at=1000.25,
+        answer=answer,
+        response_id=answer.id,
+    )
+    return Exchange(**(fields | changes))
+
+
+def test_a_span_names_the_operation_model_provider_and_usage_as_the_conventions_do() -> None:
+    plan = plan_span(anthropic_exchange(), content=False)
+    assert plan.name == "chat claude-sonnet-4-5"
+    attributes = plan.attributes
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.provider.name"] == "anthropic"
+    assert attributes["gen_ai.request.model"] == "claude-sonnet-4-5"
+    assert attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+    assert attributes["gen_ai.response.id"] == "msg_02"
+    assert attributes["gen_ai.response.finish_reasons"] == ["end_turn"]
+    assert attributes["gen_ai.request.stream"] is True
+    assert attributes["gen_ai.response.time_to_first_chunk"] == pytest.approx(0.25)
+    # Anthropic reports cached tokens beside input_tokens; the conventions count them in it.
+    assert attributes["gen_ai.usage.input_tokens"] == 117
+    assert attributes["gen_ai.usage.cache_read.input_tokens"] == 100
+    assert attributes["gen_ai.usage.cache_creation.input_tokens"] == 7
+    assert attributes["gen_ai.usage.output_tokens"] == 5
+    assert (plan.start_ns, plan.end_ns) == (1_000_000_000_000, 1_002_500_000_000)
+    assert plan.error is None and "error.type" not in attributes
+    # Content is opt-in.
+    assert not [name for name in attributes if name.startswith(("gen_ai.input", "gen_ai.output", "gen_ai.system"))]
+
+
+def test_usage_that_counts_cached_input_already_is_taken_as_it_is() -> None:
+    usage = chat_usage({"prompt_tokens": 120, "completion_tokens": 9, "prompt_tokens_details": {"cached_tokens": 100}})
+    found = genai.usage_attributes(usage)
+    assert found["gen_ai.usage.input_tokens"] == 120
+    assert found["gen_ai.usage.cache_read.input_tokens"] == 100
+    assert genai.usage_attributes(anthropic_usage({"input_tokens": 3}))["gen_ai.usage.input_tokens"] == 3
+
+
+def test_content_is_the_conventions_messages_masked_and_without_opaque_values() -> None:
+    attributes = plan_span(anthropic_exchange(), content=True).attributes
+    instructions = json.loads(attributes["gen_ai.system_instructions"])
+    assert instructions == [{"type": "text", "content": "You are terse."}]
+    history = json.loads(attributes["gen_ai.input.messages"])
+    assert [m["role"] for m in history] == ["user", "assistant", "user"]
+    assert KEY not in attributes["gen_ai.input.messages"] and "my key is" in attributes["gen_ai.input.messages"]
+    thinking, opaque, call = history[1]["parts"]
+    assert thinking == {"type": "reasoning", "content": "Look first."}
+    assert opaque["type"] == "opaque" and opaque["field"] == "signature" and opaque["length"] == len(SIGNATURE)
+    assert call == {"type": "tool_call", "id": "toolu_01", "name": "ls", "arguments": {"path": "."}}
+    assert history[2]["parts"] == [{"type": "tool_call_response", "id": "toolu_01", "response": "a.txt"}]
+    assert SIGNATURE[:40] not in json.dumps(attributes)
+    output = json.loads(attributes["gen_ai.output.messages"])
+    assert output == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "One file."}], "finish_reason": "end_turn"}
+    ]
+
+
+def test_a_long_history_keeps_its_newest_messages_within_the_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(genai, "CONTENT_CHARS", 600)
+    messages = [{"role": "user", "content": f"message {i} " + "x" * 100} for i in range(20)]
+    exchange = anthropic_exchange(request_body=json.dumps({"model": "m", "messages": messages}).encode())
+    attributes = plan_span(exchange, content=True).attributes
+    kept = json.loads(attributes["gen_ai.input.messages"])
+    assert len(attributes["gen_ai.input.messages"]) <= 600
+    assert kept[-1]["parts"][0]["content"].startswith("message 19 ")
+    assert attributes["llm_proxy.input.messages_left_out"] == 20 - len(kept) > 0
+
+
+def test_a_refusal_is_typed_by_its_diagnosis_and_a_lost_connection_as_other() -> None:
+    refused = plan_span(
+        anthropic_exchange(status=400, answer=None, rule="thinking_missing", refusal=f"bad {KEY}"), content=False
+    )
+    assert refused.attributes["error.type"] == "thinking_missing"
+    assert refused.error is not None and refused.error.startswith("HTTP 400: bad") and KEY not in refused.error
+    lost = plan_span(anthropic_exchange(status=None, answer=None, error="server disconnected"), content=False)
+    assert lost.attributes["error.type"] == "_OTHER" and lost.error == "server disconnected"
+
+
+def test_span_events_say_what_the_proxy_did_masked() -> None:
+    captured = genai.span_event(
+        Captured(
+            flow_id="f",
+            host="h",
+            url="u",
+            wire_format="anthropic_messages",
+            response_id="msg",
+            request_model="m",
+            response_model="m",
+            tool_calls=[],
+            fields={},
+            streamed=True,
+            complete=True,
+            stored=True,
+        ),
+        5,
+    )
+    assert captured is not None and captured.name == "llm_proxy.captured" and captured.timestamp_ns == 5
+    diagnosed = genai.span_event(
+        Diagnosed(
+            flow_id="f",
+            host="h",
+            url="u",
+            wire_format="chat_completions",
+            status=400,
+            rule="reasoning_content_missing",
+            summary="s",
+            problem="missing",
+            location="messages[1]",
+            tool_call_ids=["call_1"],
+            advice=f"use {KEY}",
+            message="m",
+        ),
+        6,
+    )
+    assert diagnosed is not None
+    assert diagnosed.attributes["llm_proxy.culprit"] == ["messages[1]", "call_1"]
+    assert KEY not in diagnosed.attributes["llm_proxy.advice"]
+    skipped = genai.span_event(Skipped(flow_id="f", url="u", reason="x" * 5000), 7)
+    assert skipped is not None and len(skipped.attributes["llm_proxy.reason"]) <= genai.EVENT_TEXT_CHARS + 1
+
+
+def test_a_turn_continues_the_trace_of_the_turn_whose_tool_call_its_history_holds() -> None:
+    links = ConversationLinks()
+    first = TurnPlace(trace_id=1, root_span_id=11, span_id=11)
+    links.remember([("call", "toolu_01")], first)
+    second = TurnPlace(trace_id=1, root_span_id=11, span_id=12)
+    links.remember([("call", "toolu_02")], second)
+    assert links.find([("call", "toolu_01"), ("call", "toolu_02")]) == second
+    assert links.find([("text", "never said")]) is None
+
+
+def test_the_links_are_bounded_by_what_they_hold() -> None:
+    links = ConversationLinks(max_bytes=100 * (ENTRY_BYTES + 20))
+    place = TurnPlace(1, 1, 1)
+    for i in range(1000):
+        links.remember([("call", f"call_{i:015d}")], place)
+    assert links.bytes <= links.max_bytes and len(links) < 110
+    assert links.find([("call", f"call_{999:015d}")]) == place
+    assert links.find([("call", f"call_{0:015d}")]) is None
+
+
+@pytest.mark.parametrize(
+    ("host", "path", "model", "name"),
+    [
+        ("api.openai.com", "/v1/responses", "gpt-5", "openai"),
+        ("api.anthropic.com", "/v1/messages", "claude-opus-4", "anthropic"),
+        (
+            "generativelanguage.googleapis.com",
+            "/v1beta/models/gemini-3-pro:generateContent",
+            "gemini-3-pro",
+            "gcp.gemini",
+        ),
+        ("us-east5-aiplatform.googleapis.com", "/v1/projects/p/models/g:generateContent", "g", "gcp.vertex_ai"),
+        ("bedrock-runtime.us-east-1.amazonaws.com", "/model/x/converse", "x", "aws.bedrock"),
+        ("api.githubcopilot.com", "/chat/completions", "gpt-5", "github_copilot"),
+        ("api.deepseek.com", "/anthropic/v1/messages", "deepseek-v4", "deepseek"),
+        ("api.x.ai", "/v1/chat/completions", "grok-4", "x_ai"),
+        ("litellm.internal", "/v1/chat/completions", "anything", "litellm.internal"),
+    ],
+)
+def test_providers_are_named_as_the_conventions_name_them(host: str, path: str, model: str, name: str) -> None:
+    assert dialects.provider_name(host, path, model) == name
+
+
+@pytest.mark.parametrize(
+    ("given", "endpoint"),
+    [
+        ("", None),
+        ("http://127.0.0.1:4318", "http://127.0.0.1:4318/v1/traces"),
+        ("http://localhost:6006/", "http://localhost:6006/v1/traces"),
+        ("https://cloud.example/api/public/otel/v1/traces", "https://cloud.example/api/public/otel/v1/traces"),
+    ],
+)
+def test_the_endpoint_is_the_collectors_base_url_or_its_traces_url(given: str, endpoint: str | None) -> None:
+    assert parse_otlp_endpoint("llm_otel", given) == endpoint
+
+
+@pytest.mark.parametrize("given", ["grpc://127.0.0.1:4317", "ftp://x", "127.0.0.1:4318", "http://h:70000"])
+def test_a_bad_endpoint_is_one_clear_error(given: str) -> None:
+    with pytest.raises(ValueError, match="^llm_otel: "):
+        parse_otlp_endpoint("llm_otel", given)
+
+
+def test_spans_go_out_in_one_trace_per_conversation() -> None:
+    from llm_reasoning_proxy.traces.export import SpanExport
+
+    with OtlpSink() as sink:
+        export = SpanExport(f"{sink.url}/v1/traces", display=sink.url, content=False)
+        try:
+            turn1 = anthropic_exchange(flow_id="t1", request_body=json.dumps({"model": "m", "messages": []}).encode())
+            turn1.answer.messages[0].parts.append(genai.Part("tool_call", text="{}", call_id="toolu_01", name="ls"))
+            assert export.submit(turn1)
+            assert export.submit(anthropic_exchange(flow_id="t2"))  # its history holds toolu_01
+            first, second = sink.wait_for(2)
+        finally:
+            export.stop()
+    assert first["trace_id"] == second["trace_id"] and second["parent_span_id"] == first["span_id"]
+    assert second["links"] == [{"trace_id": first["trace_id"], "span_id": first["span_id"]}]
+    assert first["attributes"]["gen_ai.conversation.id"] == second["attributes"]["gen_ai.conversation.id"]
+    assert first["resource"]["service.name"] == "llm-reasoning-proxy"
+    assert first["kind"] == 3  # CLIENT
+
+
+def test_a_dead_collector_is_said_once_and_costs_the_caller_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    from llm_reasoning_proxy.traces.export import SpanExport
+
+    with OtlpSink() as sink:
+        dead = sink.url
+    export = SpanExport(f"{dead}/v1/traces", display=dead, content=False)
+    try:
+        with caplog.at_level(logging.INFO):
+            started = time.perf_counter()
+            for i in range(20):
+                export.submit(anthropic_exchange(flow_id=f"f{i}"))
+            submitted = time.perf_counter() - started
+            deadline = time.monotonic() + 60
+            while export.counts.dropped < 20 and time.monotonic() < deadline:
+                time.sleep(0.05)
+    finally:
+        export.stop()
+    assert export.counts.dropped == 20 and export.counts.exported == 0
+    said = [r.getMessage() for r in caplog.records if "llm otel" in r.getMessage()]
+    assert len([line for line in said if "cannot send spans" in line]) == 1, said
+    assert not [r for r in caplog.records if r.name.startswith("opentelemetry")]
+    assert submitted < 1.0  # twenty hand-overs, none of which waited for the collector
+
+
+def test_a_slow_collector_fills_the_queue_to_its_bound_then_drops(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_reasoning_proxy.traces import export as export_module
+
+    size = anthropic_exchange().size()
+    monkeypatch.setattr(export_module, "MAX_QUEUED_BYTES", size * 5)
+    with OtlpSink() as sink:
+        sink.hold.clear()  # takes each export, answers none until released
+        export = export_module.SpanExport(f"{sink.url}/v1/traces", display=sink.url, content=False)
+        try:
+            taken = [export.submit(anthropic_exchange(flow_id=f"f{i}")) for i in range(30)]
+            assert taken.count(False) >= 30 - 6 and export.counts.dropped == taken.count(False)
+            assert export._queued_bytes <= size * 5
+        finally:
+            sink.hold.set()
+            export.stop()
