@@ -104,10 +104,12 @@ def find_python() -> str | None:
     return None
 
 
-def last_lines(output: str, count: int = 3) -> str:
-    """pip's last lines (where it says what failed), without its notes about ignored package indexes."""
-    lines = [line.strip() for line in output.splitlines() if line.strip() and "is ignored" not in line]
-    return "; ".join(lines[-count:]) or "pip failed"
+def last_lines(output: str, count: int = 2, width: int = 300) -> str:
+    """pip's last lines, where it says what failed, each cut short (one can list every version there is)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return (
+        "; ".join(line if len(line) <= width else line[: width - 3] + "..." for line in lines[-count:]) or "pip failed"
+    )
 
 
 def run_install() -> str | None:
