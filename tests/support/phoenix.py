@@ -22,8 +22,9 @@ server. Phoenix creates a project when its first span arrives; reading one that 
 `spans` takes as "nothing yet".
 
 What Phoenix does to spans on the way in (20.26), which tests comparing attributes must allow for:
-- It keeps every attribute as sent (long JSON strings verbatim: 50,000 characters came back whole), but it also
-  adds OpenInference attributes it derives from `gen_ai.*` ones (`llm.input_messages.*`, `llm.token_count.*`,
+- It keeps every attribute as sent, with its type: JSON strings verbatim, and nothing cut short (a 30 MB string
+  came back whole; the SDK cuts only with OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT set). But it also adds OpenInference
+  attributes it derives from `gen_ai.*` ones (`llm.input_messages.*`, `llm.token_count.*`,
   `llm.invocation_parameters`, `llm.finish_reason`, ...), without overwriting any the span has.
 - `openinference.span.kind` (sent, or derived: "LLM" for `gen_ai.operation.name=chat`) is not among the attributes
   it gives back: it comes back as `span_kind` ("UNKNOWN" when there is none).
