@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.support import phoenix as phoenix_support  # noqa: E402
 from tests.support.fake_provider import FakeProvider  # noqa: E402
 from tests.support.proxy import MitmdumpProcess, reverse_proxy  # noqa: E402
 from tests.support.redis_server import RedisServer  # noqa: E402
@@ -70,6 +71,16 @@ def proxy(fake: FakeProvider, confdir: Path, proxy_state: Path) -> Iterator[Mitm
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     with RedisServer(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[phoenix_support.PhoenixServer]:
+    """One Arize Phoenix server for the session (skips when scripts/test could not install it); each test sends its
+    spans to a project of its own (the resource attribute openinference.project.name) and reads that one back."""
+    if not phoenix_support.installed():
+        pytest.skip(phoenix_support.why_missing())
+    with phoenix_support.PhoenixServer(tmp_path_factory.mktemp("phoenix")) as server:
         yield server
 
 
