@@ -8,7 +8,6 @@ import logging
 import time
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy.shared.events import Captured, Diagnosed, Skipped
 from llm_reasoning_proxy.shared.settings import parse_otlp_endpoint
@@ -18,6 +17,7 @@ from llm_reasoning_proxy.traces.links import ENTRY_BYTES, ConversationLinks, Tur
 from llm_reasoning_proxy.transcripts import read_answer
 from llm_reasoning_proxy.wire.anthropic.transcript import anthropic_usage
 from llm_reasoning_proxy.wire.chat_completions.transcript import chat_usage
+
 from tests.support.otlp_sink import OtlpSink
 
 SIGNATURE = "EqQBCkgIARABGAIiQL" + "x" * 300
