@@ -6,6 +6,7 @@ credential; and a collector that is down or hangs, which the traffic never notic
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from tests.support.fake_provider import FakeProvider
 from tests.support.otlp_sink import OtlpSink
+from tests.support.phoenix import PhoenixServer
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.turns import client, first_turn, history_as_sent, second_turn
 from tests.test_e2e_anthropic import QUESTION, answer_text, post, reply, request, results, tool_ids, without_thinking
@@ -28,8 +30,12 @@ def sink() -> Iterator[OtlpSink]:
         yield running
 
 
-def traced(fake: FakeProvider, confdir: Path, sink_url: str, **options: object) -> MitmdumpProcess:
-    return reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_otel=sink_url, **options)
+def traced(
+    fake: FakeProvider, confdir: Path, sink_url: str, env: dict[str, str] | None = None, **options: object
+) -> MitmdumpProcess:
+    proxy = reverse_proxy(fake.url, confdir, llm_cache="memory", llm_log="", llm_otel=sink_url, **options)
+    proxy.env = env or {}
+    return proxy
 
 
 def deepseek_loop(proxy: MitmdumpProcess, fake: FakeProvider, api_key: str) -> None:
@@ -127,3 +133,41 @@ def test_a_collector_that_is_down_or_hangs_costs_the_traffic_nothing(
     assert proxy.output.count("llm otel: cannot send spans") == 1
     assert "opentelemetry" not in proxy.output.lower().replace("opentelemetry's", "")
     assert "failed on flow" not in proxy.output  # no hook failed open
+
+
+@pytest.mark.slow
+def test_phoenix_receives_a_repaired_tool_loop(
+    fake: FakeProvider, confdir: Path, phoenix: PhoenixServer, api_key: str
+) -> None:
+    """A real backend, installed from the package registry: it takes the proxy's spans, and its API gives them back
+    with their attributes, events and content, and without a credential or an opaque value."""
+    project = f"llm-proxy-{uuid.uuid4().hex[:12]}"
+    env = {"OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}"}
+    with traced(fake, confdir, phoenix.otlp_base, env, llm_otel_content="true") as proxy:
+        deepseek_loop(proxy, fake, api_key)
+        turn = reply(post(proxy.url, api_key, request([QUESTION], stream=True)), stream=True)
+        signature = fake.anthropic.issued[tool_ids(turn)[0]][0]["signature"]
+        messages = [QUESTION, without_thinking(turn), results(turn)]
+        assert answer_text(reply(post(proxy.url, api_key, request(messages, stream=True)), stream=True))
+        spans = phoenix.spans(5, project=project)
+    by_model = {}
+    for span in spans:
+        by_model.setdefault(span["attributes"]["gen_ai.request.model"], []).append(span)
+    first, second, refused = sorted(by_model[MODEL], key=lambda span: span["start_time"])
+    assert first["name"] == f"chat {MODEL}" and first["span_kind"] == "LLM"
+    assert second["trace_id"] == first["trace_id"] and second["parent_span_id"] == first["span_id"]
+    assert refused["trace_id"] != first["trace_id"] and refused["status_code"] == "ERROR"
+    assert refused["attributes"]["error.type"] == "reasoning_content_missing"
+    assert [e["name"] for e in first["events"]] == ["llm_proxy.captured"]
+    assert "llm_proxy.repaired" in [e["name"] for e in second["events"]]
+    (diagnosed,) = [e for e in refused["events"] if e["name"] == "llm_proxy.diagnosed"]
+    assert diagnosed["attributes"]["llm_proxy.rule"] == "reasoning_content_missing"
+    # The reasoning part, with content on: DeepSeek's reasoning_content is text, shown as the conventions' part.
+    (output,) = json.loads(first["attributes"]["gen_ai.output.messages"])
+    assert output["parts"][0]["type"] == "reasoning" and output["parts"][0]["content"]
+    claude = sorted(by_model[request([], stream=True)["model"]], key=lambda span: span["start_time"])
+    assert len(claude) == 2 and claude[1]["trace_id"] == claude[0]["trace_id"]
+    assert "opaque" in claude[0]["attributes"]["gen_ai.output.messages"]
+    everything = json.dumps(spans, default=str)
+    assert api_key not in everything
+    assert signature not in everything and signature[:32] not in everything
