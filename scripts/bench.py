@@ -175,6 +175,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -210,6 +211,8 @@ from tests.support.scope import request_scope  # noqa: E402
 AUTH = "Bearer bench-key"
 HEADERS = {"authorization": AUTH, "content-type": "application/json"}
 TARGETS = ("direct", "plain", "addon")
+# --observed adds a fourth: the addon with llm_otel (content on, to scripts/bench_otlp_sink.py) and llm_metrics on.
+OBSERVED = "observed"
 MODEL = "gemini-3-pro-preview"
 REQUEST_WORKLOADS = (  # key, label, path, rounds
     ("a", "a  small POST, not LLM (p50)", "/v1/telemetry", 300),
@@ -475,6 +478,29 @@ def proxies(port: int, scratch: Path, **addon_process: Any) -> tuple[MitmdumpPro
     return plain, addon
 
 
+def observed_proxy(port: int, scratch: Path) -> tuple[MitmdumpProcess, subprocess.Popen[str]]:
+    """The addon with traces (content on, to scripts/bench_otlp_sink.py) and metrics on, its own cache seeded as the
+    addon's, in front of the fake provider at `port`; and the sink it sends its spans to."""
+    sink = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "bench_otlp_sink.py")], stdout=subprocess.PIPE, text=True
+    )
+    sink_port = int(sink.stdout.readline().split()[1])  # type: ignore[union-attr]
+    cache = scratch / "observed-cache.db"
+    seed_cache(cache, port)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        metrics_port = free.getsockname()[1]
+    observed = MitmdumpProcess(
+        "--mode",
+        f"reverse:http://127.0.0.1:{port}",
+        *("--set", f"llm_cache={cache}", "--set", f"llm_log={scratch / 'observed-events.jsonl'}"),
+        *("--set", f"llm_otel=http://127.0.0.1:{sink_port}", "--set", "llm_otel_content=true"),
+        *("--set", f"llm_metrics=127.0.0.1:{metrics_port}"),
+        confdir=scratch / "conf",
+    )
+    return observed, sink
+
+
 def pin(pid: int, cpu: int, *, children: bool = False) -> None:
     """Runs a process on one core, every thread of it (and with `children`, of every process under it: a peer that
     runs its proxy in a process of its own), so that the proxies and the peers always compete on equal terms (Linux,
@@ -554,8 +580,9 @@ class Result:
         return statistics.median(a / b for a, b in zip(self.samples[over], self.samples[under], strict=True))
 
 
-def rounds(count: int, targets: tuple[str, ...] = TARGETS) -> list[tuple[str, ...]]:
+def rounds(count: int, targets: tuple[str, ...] | None = None) -> list[tuple[str, ...]]:
     """The order of the targets in each round, rotated so none always goes first."""
+    targets = targets or TARGETS
     n = len(targets)
     return [targets[i % n :] + targets[: i % n] for i in range(count)]
 
@@ -571,7 +598,7 @@ def settle(client: httpx.Client) -> float:
 
 
 def sequential(
-    clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int, targets=TARGETS
+    clients: dict[str, httpx.Client], path: str, bodies: Callable[[int], bytes], count: int, targets=None
 ) -> Result:
     return together(clients, path, {"": bodies}, count, targets)[""]
 
@@ -581,7 +608,7 @@ def together(
     path: str,
     workloads: dict[str, Callable[[int], bytes]],
     count: int,
-    targets=TARGETS,
+    targets=None,
 ) -> dict[str, Result]:
     """Workloads timed in the same rounds, each round sending every workload's next body to every target: what
     the machine was doing then falls on all of them alike, as on both sides of a ratio (Result.ratio)."""
@@ -691,7 +718,7 @@ def streamed(
     body: bytes = CHAT_STREAM,
     ask: str = "x-bench-events",  # the header that asks the fake for `events` events (x-bench-frames: frames)
     dense: str | None = None,  # a dialect of the fake's DENSE_STREAMS
-    targets: tuple[str, ...] = TARGETS,
+    targets: tuple[str, ...] | None = None,
     pause_ms: int = 0,  # the fake waits this long after the first event
 ) -> Streamed:
     out = Streamed()
@@ -1083,7 +1110,7 @@ def memory(proxy: MitmdumpProcess, quick: bool) -> dict[str, float]:
 
 
 def ratio_row(name: str, key: str, result: Result, unit: str) -> dict:
-    direct, plain, addon = (result.median(t) for t in TARGETS)
+    direct, plain, addon = (result.median(t) for t in ("direct", "plain", "addon"))
     row = {
         "workload": name,
         "key": key,
@@ -1095,6 +1122,10 @@ def ratio_row(name: str, key: str, result: Result, unit: str) -> dict:
         "addon_over_plain": result.ratio("addon", "plain"),
         "rounds": len(result.samples["addon"]),
     }
+    if OBSERVED in result.samples:  # the addon with traces and metrics on (--observed)
+        row[OBSERVED] = result.median(OBSERVED)
+        row["observed_over_plain"] = result.ratio(OBSERVED, "plain")
+        row["observed_over_addon"] = result.ratio(OBSERVED, "addon")
     if key in TARGET_RATIOS:
         op, limit = TARGET_RATIOS[key]
         row["target"] = f"{op} {limit:.2f}"
@@ -1135,17 +1166,26 @@ def render_peers(rows: list[dict], peers: bench_peers.Peers) -> str:
 
 
 def render(rows: list[dict], inproc: dict, mem: dict, flatness: dict) -> str:
+    observed = bool(rows) and OBSERVED in rows[0]
+    more = f" {'observed':>10} {'obs/plain':>10} {'obs/addon':>10}" if observed else ""
     lines = [
-        f"{'workload':44} {'direct':>10} {'plain':>10} {'addon':>10} {'plain/direct':>13} {'addon/plain':>12}  target",
-        "-" * 112,
+        f"{'workload':44} {'direct':>10} {'plain':>10} {'addon':>10} {'plain/direct':>13} {'addon/plain':>12}"
+        f"{more}  target",
+        "-" * (112 + len(more)),
     ]
     for row in rows:
         target = row.get("target", "")
         verdict = "" if not target else ("ok" if row["meets_target"] else "MISSED")
+        cells = ""
+        if observed:
+            cells = (
+                f" {row[OBSERVED]:>8.2f}{row['unit']:>2} {row['observed_over_plain']:>10.3f} "
+                f"{row['observed_over_addon']:>10.3f}"
+            )
         lines.append(
             f"{row['workload']:44} {row['direct']:>8.2f}{row['unit']:>2} {row['plain']:>8.2f}{row['unit']:>2} "
             f"{row['addon']:>8.2f}{row['unit']:>2} {row['plain_over_direct']:>12.2f}x "
-            f"{row['addon_over_plain']:>12.3f}  "
+            f"{row['addon_over_plain']:>12.3f}{cells}  "
             f"{target} {verdict}"
         )
     lines += [""]
@@ -1174,7 +1214,15 @@ def main() -> int:
     parser.add_argument(
         "--no-peers", action="store_true", help="leave out the peers (scripts/bench_peers.py), and their install"
     )
+    parser.add_argument(
+        "--observed",
+        action="store_true",
+        help="a fourth target: the addon with llm_otel (content on) and llm_metrics on, beside the addon without",
+    )
     args = parser.parse_args()
+    global TARGETS
+    if args.observed:
+        TARGETS = (*TARGETS, OBSERVED)
     scale = 0.2 if args.quick else 1.0
     started = time.monotonic()
     bodies = Bodies()
@@ -1182,14 +1230,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         plain, addon = proxies(port, scratch)
+        observed, sink = observed_proxy(port, scratch) if args.observed else (None, None)
         peers = bench_peers.Peers()
         try:
             plain.start()
             addon.start()
-            # The client and the fake provider on one core, the proxies under test on the other.
-            for pid, cpu in ((os.getpid(), 0), (upstream.pid, 0), (plain.pid, 1), (addon.pid, 1)):
-                pin(pid, cpu)
+            # The client, the fake provider and the span sink on one core, the proxies under test on the other.
+            pinned = [(os.getpid(), 0), (upstream.pid, 0), (plain.pid, 1), (addon.pid, 1)]
             urls = {"direct": f"http://127.0.0.1:{port}", "plain": plain.url, "addon": addon.url}
+            if observed is not None and sink is not None:
+                observed.start()
+                pinned += [(observed.pid, 1), (sink.pid, 0)]
+                urls[OBSERVED] = observed.url
+            for pid, cpu in pinned:
+                pin(pid, cpu)
             clients = {t: httpx.Client(base_url=u, timeout=60) for t, u in urls.items()}
             # The repair workloads must really be repaired through the addon, and only there.
             check = clients["addon"].post(
@@ -1246,6 +1300,9 @@ def main() -> int:
             peers.stop()
             plain.stop()
             addon.stop()
+            if observed is not None and sink is not None:
+                observed.stop()
+                sink.terminate()
             upstream.terminate()
     report = render(rows, inproc, mem, flatness)
     print(report)

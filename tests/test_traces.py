@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 
 import pytest
 from llm_reasoning_proxy import dialects
+from llm_reasoning_proxy import wire as formats
+from llm_reasoning_proxy.answer.assembled import ReadingAndAssembling
+from llm_reasoning_proxy.answer.tap import read_recorded
 from llm_reasoning_proxy.shared.events import Captured, Diagnosed, Skipped
 from llm_reasoning_proxy.shared.settings import parse_otlp_endpoint
 from llm_reasoning_proxy.traces import genai
@@ -76,6 +80,7 @@ def anthropic_exchange(**changes) -> Exchange:
         status=200,
         first_chunk_at=1000.25,
         answer=answer,
+        whole_answer=True,
         response_id=answer.id,
     )
     return Exchange(**(fields | changes))
@@ -263,9 +268,8 @@ def test_spans_go_out_in_one_trace_per_conversation() -> None:
     with OtlpSink() as sink:
         export = SpanExport(f"{sink.url}/v1/traces", display=sink.url, content=False)
         try:
-            turn1 = anthropic_exchange(flow_id="t1", request_body=json.dumps({"model": "m", "messages": []}).encode())
-            turn1.answer.messages[0].parts.append(genai.Part("tool_call", text="{}", call_id="toolu_01", name="ls"))
-            assert export.submit(turn1)
+            body = json.dumps({"model": "m", "messages": []}).encode()
+            assert export.submit(anthropic_exchange(flow_id="t1", request_body=body, calls=["toolu_01"]))
             assert export.submit(anthropic_exchange(flow_id="t2"))  # its history holds toolu_01
             first, second = sink.wait_for(2)
         finally:
@@ -316,3 +320,45 @@ def test_a_slow_collector_fills_the_queue_to_its_bound_then_drops(monkeypatch: p
         finally:
             sink.hold.set()
             export.stop()
+
+
+def test_an_answer_read_for_its_summary_alone_shows_no_content_and_links_by_its_calls() -> None:
+    exchange = anthropic_exchange(whole_answer=False, calls=["toolu_09"])
+    plan = plan_span(exchange, content=True)
+    assert "gen_ai.output.messages" not in plan.attributes  # a summary holds pieces of messages, never shown
+    assert plan.issued == [("call", "toolu_09")]
+    assert plan.attributes["gen_ai.usage.output_tokens"] == 5
+
+
+def _recorded_streams() -> list[Path]:
+    return sorted((Path(__file__).parent / "fixtures").rglob("*.sse"))
+
+
+def _format_of(body: bytes) -> str:
+    if b'"type":"response.' in body or b'"type": "response.' in body:
+        return "openai_responses"
+    if b"message_start" in body:
+        return "anthropic_messages"
+    if b'"candidates"' in body:
+        return "gemini_native"
+    return "chat_completions"
+
+
+@pytest.mark.parametrize("path", _recorded_streams(), ids=lambda path: f"{path.parent.name}/{path.name}")
+def test_reading_a_stream_for_its_summary_finds_what_reading_it_whole_does(path: Path) -> None:
+    """The summary read (content off: only the events that hold one of the transcriber's summary markers) gives the
+    same model, id, usage and stop reason as the whole answer, on every recorded stream."""
+    body = path.read_bytes()
+    name = _format_of(body)
+    whole = read_answer(name, body, sse=True)
+    transcriber = formats.TRANSCRIBERS[name]
+    reading = ReadingAndAssembling(formats.by_name(name).reader(), transcriber.assembler(), transcriber.summary_markers)
+    read_recorded(reading, body, sse=True)
+    summary = reading.answer()
+    assert (summary.model, summary.id, summary.finish, summary.usage) == (
+        whole.model,
+        whole.id,
+        whole.finish,
+        whole.usage,
+    )
+    assert whole.usage or whole.finish  # the recording says something a summary can miss

@@ -1,5 +1,6 @@
 """A format's reader and its transcriber's assembler, fed the same answer: the capture gets its reasoning records,
-and the traces and metrics the answer as a person reads it (its model, usage, why it stopped, what it said)."""
+and the traces and metrics the answer as a person reads it (its model, id, usage, why it stopped, and when asked
+for, what it said)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,24 @@ from ..wire.sse import SSEEvent
 
 
 class ReadingAndAssembling:
-    """Takes a ResponseReader's place in the tap. Every event goes to both, so none is passed over unparsed: the
-    reading costs more than the reader's alone, which is why it is made only when something asked for answers."""
+    """Takes a ResponseReader's place in the tap.
 
-    markers = None
+    With `summary_markers` (the transcriber's), the assembler is given only the stream events that hold one: the
+    answer's model, id, usage and stop reason, none of its text, and the reader still passes over the rest unparsed.
+    Without, every event goes to both and none is passed over: what it costs is why the whole answer is assembled
+    only when its content is asked for (llm_otel_content)."""
 
-    def __init__(self, reader: ResponseReader, assembler: AnswerAssembler) -> None:
+    def __init__(
+        self, reader: ResponseReader, assembler: AnswerAssembler, summary_markers: tuple[bytes, ...] | None = None
+    ) -> None:
         self.reader = reader
         self.assembler = assembler
+        self.summary_markers = summary_markers
+
+    @property
+    def markers(self) -> tuple[bytes, ...] | None:
+        wanted, summary = self.reader.markers, self.summary_markers
+        return None if wanted is None or summary is None else wanted + summary
 
     @property
     def budget(self) -> Budget:
@@ -31,16 +42,21 @@ class ReadingAndAssembling:
     def unreadable(self) -> int:
         return self.reader.unreadable
 
+    def _summary(self, data: bytes) -> bool:
+        summary = self.summary_markers
+        return summary is None or any(marker in data for marker in summary)
+
     def skippable(self, data: bytes) -> bool:
-        return False
+        return self.summary_markers is not None and self.reader.skippable(data) and not self._summary(data)
 
     def feed_event(self, event: SSEEvent) -> None:
         self.reader.feed_event(event)
-        self.assembler.feed_event(event)
+        if self._summary(event.data):
+            self.assembler.feed_event(event)
 
     def feed_document(self, doc: Any) -> None:
         self.reader.feed_document(doc)
-        self.assembler.feed_document(doc)
+        self.assembler.feed_document(doc)  # parsed once: the assembler walks what the reader was given
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         return self.reader.records(complete=complete)

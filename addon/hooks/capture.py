@@ -47,7 +47,9 @@ class ResponseCapture:
             aws_frames = kind == event_stream.MEDIA_TYPE
             reader = formats.by_name(meta["format"]).reader()
             if self.runtime.answer_listeners:  # the traces or the metrics read the answer too
-                reader = ReadingAndAssembling(reader, formats.TRANSCRIBERS[meta["format"]].assembler())
+                transcriber = formats.TRANSCRIBERS[meta["format"]]
+                summary = None if self.runtime.whole_answers else transcriber.summary_markers
+                reader = ReadingAndAssembling(reader, transcriber.assembler(), summary)
             tap = ResponseTap(
                 reader,
                 sse=aws_frames or kind == sse_parser.MEDIA_TYPE,

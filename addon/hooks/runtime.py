@@ -49,6 +49,7 @@ class Runtime:
         self.history = HistoryMemory()
         # Told of each answer the capture read (hooks/traces.py, hooks/metrics.py): with any, answers are assembled.
         self.answer_listeners: list[Callable[[http.HTTPFlow, TapResult], None]] = []
+        self.whole_answers = False  # whether they want what an answer said, not only its model, usage and stop reason
 
     @property
     def ready(self) -> bool:

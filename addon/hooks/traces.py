@@ -78,6 +78,7 @@ class Traces:
         self.export = SpanExport(endpoint, display=display_url(endpoint), content=content)
         self.runtime.events.listeners.append(self._event)
         self.runtime.answer_listeners.append(self._answer)
+        self.runtime.whole_answers = content
         logger.info("llm traces to %s%s", display_url(endpoint), " with content" if content else "")
 
     def _stop(self) -> None:
@@ -85,6 +86,7 @@ class Traces:
             self.runtime.events.listeners.remove(self._event)
         if self._answer in self.runtime.answer_listeners:
             self.runtime.answer_listeners.remove(self._answer)
+        self.runtime.whole_answers = False
         self._pending.clear()
         self._held = 0
         self._retries.clear()
@@ -180,12 +182,12 @@ class Traces:
         if export is None or meta is None:
             return
         try:
-            export.submit(exchange_of(flow, meta, pending))
+            export.submit(exchange_of(flow, meta, pending, self.runtime.whole_answers))
         except Exception as e:
             fail_open(flow.id, "traces", None, e)
 
 
-def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending) -> Exchange:
+def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending, whole: bool) -> Exchange:
     """What the span of a finished flow is made of, taken on the event loop: references and a few numbers."""
     request, response = flow.request, flow.response
     wire_format = formats.by_name(meta["format"])
@@ -213,6 +215,8 @@ def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending) ->
         error=flow.error.msg if flow.error is not None else None,
         first_chunk_at=result.first_chunk_at if result is not None else None,
         answer=answer,
+        whole_answer=whole,
+        calls=[call.id for record in records for call in record.tool_calls if call.id],
         response_id=(answer.id if answer is not None else None)
         or next((r.response_id for r in records if r.response_id), None),
         events=pending.events,

@@ -38,6 +38,8 @@ class Exchange:
     error: str | None = None
     first_chunk_at: float | None = None
     answer: Answer | None = None
+    whole_answer: bool = False  # `answer` holds what was said, not only its model, id, usage and stop reason
+    calls: list[str] = field(default_factory=list)  # the ids of the tool calls the answer made (the capture's)
     response_id: str | None = None
     events: list[SpanEvent] = field(default_factory=list)
     events_dropped: int = 0
@@ -118,9 +120,11 @@ def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
     if exchange.events_dropped:
         attributes["llm_proxy.events_dropped"] = exchange.events_dropped
     if content:
-        attributes.update(content_attributes(sent, answer))
+        attributes.update(content_attributes(sent, answer if exchange.whole_answer else None))
     links = [link for message in sent.messages for link in message_links(message)] if sent is not None else []
-    issued = [link for message in answer.messages for link in message_links(message)] if answer is not None else []
+    issued: list[Link] = [("call", call) for call in exchange.calls]
+    if answer is not None and exchange.whole_answer:  # a summary holds pieces of messages: no link is read of it
+        issued += [link for message in answer.messages for link in message_links(message)]
     return SpanPlan(
         name=span_name(exchange.operation, model),
         start_ns=_ns(exchange.started),

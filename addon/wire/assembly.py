@@ -23,6 +23,8 @@ T = TypeVar("T")
 
 class Transcriber(Protocol):
     wire_format: str  # formats.WireFormat.name
+    # Byte strings one of which every stream event holds that says the answer's model, id, usage or why it stopped.
+    summary_markers: tuple[bytes, ...]
 
     def request(self, doc: Any, path: str, memo: MessageMemo | None = None) -> Conversation:
         """The conversation a request body asks about (`path`: the request's path, which names the model on some

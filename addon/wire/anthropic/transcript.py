@@ -133,6 +133,9 @@ def _streamed_route(path: str) -> bool:
 
 class AnthropicTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
+    # The events that say the answer's model, id, usage and why it stopped (message_start, message_delta): an answer
+    # read for its summary alone reads no other (ReadingAndAssembling).
+    summary_markers = (b'"message_start"', b'"message_delta"')
     items_key = "messages"
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:

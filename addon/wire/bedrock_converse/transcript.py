@@ -139,6 +139,9 @@ def _tool_names(config: Any) -> list[str]:
 
 class ConverseTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
+    # The events that say the answer's usage and why it stopped (messageStop, metadata): an answer read for its
+    # summary alone reads no other (ReadingAndAssembling).
+    summary_markers = (b'"stopReason"', b'"usage"')
     items_key = "messages"
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:

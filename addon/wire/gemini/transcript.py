@@ -118,6 +118,9 @@ def _tool_names(tools: Any) -> list[str]:
 
 class GeminiTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
+    # The chunks that say the answer's usage and why it stopped (each names its model and id): an answer read for its
+    # summary alone reads no other (ReadingAndAssembling).
+    summary_markers = (b'"finishReason"', b'"usageMetadata"')
     items_key = "contents"
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:

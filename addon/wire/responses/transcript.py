@@ -130,6 +130,9 @@ def _tool_names(tools: Any) -> list[str]:
 
 class ResponsesTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
+    # The events that say the answer's model, id, usage and why it stopped (the response object's own events): an
+    # answer read for its summary alone reads no other (ReadingAndAssembling).
+    summary_markers = (b'"response.created"', b'"response.completed"', b'"response.incomplete"', b'"response.failed"')
     items_key = "input"
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:
