@@ -211,7 +211,7 @@ from tests.support.scope import request_scope  # noqa: E402
 AUTH = "Bearer bench-key"
 HEADERS = {"authorization": AUTH, "content-type": "application/json"}
 TARGETS = ("direct", "plain", "addon")
-# --observed adds a fourth: the addon with llm_otel (content on, to scripts/bench_otlp_sink.py) and llm_metrics on.
+# --observed adds a fourth: the addon with llm_otel (to scripts/bench_otlp_sink.py) and llm_metrics on.
 OBSERVED = "observed"
 MODEL = "gemini-3-pro-preview"
 REQUEST_WORKLOADS = (  # key, label, path, rounds
@@ -479,8 +479,8 @@ def proxies(port: int, scratch: Path, **addon_process: Any) -> tuple[MitmdumpPro
 
 
 def observed_proxy(port: int, scratch: Path) -> tuple[MitmdumpProcess, subprocess.Popen[str]]:
-    """The addon with traces (content on, to scripts/bench_otlp_sink.py) and metrics on, its own cache seeded as the
-    addon's, in front of the fake provider at `port`; and the sink it sends its spans to."""
+    """The addon with traces (to scripts/bench_otlp_sink.py) and metrics on, its own cache seeded as the addon's, in
+    front of the fake provider at `port`; and the sink it sends its spans to."""
     sink = subprocess.Popen(
         [sys.executable, str(ROOT / "scripts" / "bench_otlp_sink.py")], stdout=subprocess.PIPE, text=True
     )
@@ -494,7 +494,7 @@ def observed_proxy(port: int, scratch: Path) -> tuple[MitmdumpProcess, subproces
         "--mode",
         f"reverse:http://127.0.0.1:{port}",
         *("--set", f"llm_cache={cache}", "--set", f"llm_log={scratch / 'observed-events.jsonl'}"),
-        *("--set", f"llm_otel=http://127.0.0.1:{sink_port}", "--set", "llm_otel_content=true"),
+        *("--set", f"llm_otel=http://127.0.0.1:{sink_port}"),
         *("--set", f"llm_metrics=127.0.0.1:{metrics_port}"),
         confdir=scratch / "conf",
     )
@@ -1217,7 +1217,7 @@ def main() -> int:
     parser.add_argument(
         "--observed",
         action="store_true",
-        help="a fourth target: the addon with llm_otel (content on) and llm_metrics on, beside the addon without",
+        help="a fourth target: the addon with llm_otel and llm_metrics on, beside the addon without them",
     )
     args = parser.parse_args()
     global TARGETS

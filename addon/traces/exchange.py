@@ -85,7 +85,9 @@ def _ns(seconds: float) -> int:
 def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
     sent = read_request(exchange)
     answer = exchange.answer
+    # A model is whatever the client named: masked like every text, in case it is a credential.
     model = exchange.request_model or (sent.model if sent is not None else None)
+    model = redact_text(model) if model else None
     attributes: Attributes = {
         "gen_ai.operation.name": exchange.operation,
         "gen_ai.provider.name": exchange.provider,
@@ -102,7 +104,7 @@ def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
         attributes["http.response.status_code"] = exchange.status
     if answer is not None:
         if answer.model:
-            attributes["gen_ai.response.model"] = answer.model
+            attributes["gen_ai.response.model"] = redact_text(answer.model)
         if answer.finish:
             attributes["gen_ai.response.finish_reasons"] = [answer.finish]
         attributes.update(usage_attributes(answer.usage))

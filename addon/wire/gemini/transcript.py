@@ -119,7 +119,8 @@ def _tool_names(tools: Any) -> list[str]:
 class GeminiTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
     # The chunks that say the answer's usage and why it stopped (each names its model and id): an answer read for its
-    # summary alone reads no other (ReadingAndAssembling).
+    # summary alone reads no other (ReadingAndAssembling). Gemini puts its usage so far on most chunks, and a stream
+    # may end without a finishReason (a capture of Gemini 3's), so most chunks are read.
     summary_markers = (b'"finishReason"', b'"usageMetadata"')
     items_key = "contents"
 
