@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from pathlib import Path
 
 from llm_reasoning_proxy.offline.report import write_report
+from llm_reasoning_proxy.offline.report.page import total_text, usd_text
 from llm_reasoning_proxy.offline.report.turns import curl_headers
+from llm_reasoning_proxy.shared.cost import Cost, exchange_cost, price_source
 from llm_reasoning_proxy.transcripts.diff import compare
-from llm_reasoning_proxy.wire.conversation import Message, Part
+from llm_reasoning_proxy.wire.conversation import Message, Part, Usage
 from mitmproxy import http, io
 from mitmproxy.test import tflow
 
@@ -197,3 +200,53 @@ def test_lone_surrogates_and_a_key_cut_by_the_title_reach_the_page_safely(tmp_pa
     assert "AKIAIOSFODNN7EXAMPL" not in (tmp_path / "r.html").read_text()
     assert data["convs"][0]["title"] == "a" * 140 + " [REDACTED] thanks \ufffd"  # 160 characters, cut once redacted
     assert data["T"][0]["model"] == "m\ufffd"  # the lone surrogate as the replacement character
+
+
+def test_each_turn_each_conversation_and_the_capture_say_what_they_cost(tmp_path: Path) -> None:
+    """A cost the report cannot know (no usage in the answer, a gateway genai-prices does not price) is said to
+    be unknown, and a total over it is a lower bound, never a sum that counts it as nothing."""
+    usage = {"prompt_tokens": 976, "completion_tokens": 61, "prompt_tokens_details": {"cached_tokens": 896},
+             "completion_tokens_details": {"reasoning_tokens": 25}}  # fmt: skip
+    priced = dict(tool_answer("call_a", "thinking about A"), usage=usage)
+    a1 = chat_flow([{"role": "user", "content": "task A"}], priced)
+    a2 = chat_flow([{"role": "user", "content": "task A"}, *history("call_a")], {"choices": []})  # no usage
+    gateway = chat_flow([{"role": "user", "content": "task B"}], dict(tool_answer("call_b", "B"), usage=usage))
+    gateway.request.url = "https://llm-gateway.example.com/v1/chat/completions"
+    write_report(write_flows(tmp_path / "c.mitm", [a1, a2, gateway]), tmp_path / "r.html")
+    data = page_data(tmp_path / "r.html")
+    first, second, third = sorted(data["T"], key=lambda t: t["n"])
+
+    expected = exchange_cost(
+        Usage(input=976, output=61, reasoning=25, cache_read=896),
+        "deepseek-reasoner",
+        wire_format="chat_completions",
+        api_url=URL,
+    )
+    assert expected is not None and expected.provider == "deepseek"
+    assert first["cost"] == {
+        "text": usd_text(expected.usd),
+        "usd": str(expected.usd),
+        "by": f"{expected.model} (deepseek), {price_source()}",
+        "why": None,
+    }
+    assert second["cost"] == {"text": "cost unknown", "usd": None, "by": None, "why": "no usage reported"}
+    assert third["cost"]["usd"] is None
+    assert third["cost"]["why"] == f"deepseek-reasoner at llm-gateway.example.com is not priced by {price_source()}"
+    conversations = {tuple(c["turns"]): c["cost"] for c in data["convs"]}
+    assert conversations == {
+        (1, 2): f"at least {usd_text(expected.usd)} (cost of 1 of 2 turns unknown)",
+        (3,): "unknown",
+    }
+    assert data["cost"] == f"at least {usd_text(expected.usd)} (cost of 2 of 3 turns unknown)"
+    assert data["prices"] == price_source() and price_source().startswith("genai-prices ")
+
+
+def test_a_conversation_whose_every_cost_is_known_says_their_sum() -> None:
+    costs = [Cost(Decimal("0.012225"), "m", "p", "s"), Cost(Decimal("0.00124375"), "m", "p", "s")]
+    assert total_text(costs) == "$0.0135"
+    assert total_text([]) == total_text([None]) == "unknown"
+
+
+def test_amounts_are_shown_to_the_cent_or_to_three_significant_digits() -> None:
+    shown = [usd_text(Decimal(v)) for v in ("1234.5", "1", "0.012225", "0.00038935", "0.0000001", "0")]
+    assert shown == ["$1,234.50", "$1.00", "$0.0122", "$0.000389", "$0.000000100", "$0"]

@@ -2,8 +2,9 @@
 
 INPUT is a flow file (`mitmdump -w`), a HAR file, a fixture folder, or the proxy's event log. The page groups the
 exchanges into conversations, shows each turn's conversation with what the proxy restored, removed or merged, what
-the client dropped since the turn before, the answer with its reasoning, tool calls and token usage, timings, every
-error with its diagnosis, and lets a turn be copied as a cURL command without its credentials.
+the client dropped since the turn before, the answer with its reasoning, tool calls, token usage and cost (by
+genai-prices, summed per conversation and for the capture, an unknown one said to be unknown), timings, every error
+with its diagnosis, and lets a turn be copied as a cURL command without its credentials.
 """
 
 from __future__ import annotations

@@ -161,6 +161,10 @@
     if (u.total !== undefined) parts.push("total " + fmt(u.total));
     return parts.join(" · ");
   }
+  function costText(c) {
+    if (!c) return null;
+    return c.text + (c.by ? " · " + c.by : "") + (c.why ? ": " + c.why : "");
+  }
   function ms(v) { return v === null || v === undefined ? null : fmt(v) + " ms"; }
 
   function shellQuote(text) { return "'" + String(text).replace(/'/g, "'\\''") + "'"; }
@@ -214,7 +218,7 @@
     if (t.ans) {
       body.append(el("h3", { text: "The answer" + (t.ans.streamed ? " (streamed, " + fmt(t.ans.events) + " events)" : "") }),
         facts([["model", t.ans.model], ["finish", t.ans.finish], ["usage", usageText(t.ans.usage)],
-          ["problem", t.ans.problem]]),
+          ["cost", costText(t.cost)], ["problem", t.ans.problem]]),
         ...t.ans.msgs.map((id) => messageNode(id, null, query)));
     }
     body.append(el("h3", { text: "Timings" }), facts([["started", t.tm.start], ["first byte", ms(t.tm.ttfb)],
@@ -246,6 +250,7 @@
     badges.push(el("span", { class: "muted", text: fmt(t.sent.length) + " msgs" }));
     const usage = t.ans && t.ans.usage ? usageText(t.ans.usage) : null;
     if (usage) badges.push(el("span", { class: "muted", text: usage }));
+    if (t.cost) badges.push(el("span", { class: "muted cost", text: t.cost.text, title: costText(t.cost) }));
     if (t.tm.total !== null && t.tm.total !== undefined) badges.push(el("span", { class: "muted", text: ms(t.tm.total) }));
     badges.push(el("span", { class: "url", text: t.meth + " " + t.u }));
     const node = el("details", { class: "turn", id: "turn-" + t.n, "data-n": t.n }, el("summary", {}, badges));
@@ -284,7 +289,8 @@
           const c = convs.get(t.c) || { n: t.c, turns: [], models: [], title: "" };
           sectionConv = t.c;
           section = el("section", { class: "conv", id: "conv-" + c.n },
-            el("h2", {}, "Conversation " + c.n + " · " + fmt(c.turns.length) + " turn(s) · " + c.models.join(", "),
+            el("h2", {}, "Conversation " + c.n + " · " + fmt(c.turns.length) + " turn(s) · " + c.models.join(", ") +
+              (c.cost ? " · cost " + c.cost : ""),
               el("span", { class: "title", text: c.title })));
           main.append(section);
         }
@@ -301,7 +307,8 @@
   const repaired = T.filter((t) => t.rep && t.live).length, wouldRepair = T.filter((t) => t.rep && !t.live).length;
   document.getElementById("summary").textContent = fmt(T.length) + " exchange(s) in " + fmt(data.convs.length) +
     " conversation(s) · " + fmt(repaired) + " repaired" +
-    (wouldRepair ? " · " + fmt(wouldRepair) + " the proxy would repair" : "") + " · " + fmt(failed) + " failed · from " + data.source +
+    (wouldRepair ? " · " + fmt(wouldRepair) + " the proxy would repair" : "") + " · " + fmt(failed) + " failed" +
+    (data.cost ? " · cost " + data.cost + (data.prices ? " · prices: " + data.prices : "") : "") + " · from " + data.source +
     " · made " + data.generated + " by llm-reasoning-proxy " + data.version;
   let pending = null;
   controls.search.addEventListener("input", () => { clearTimeout(pending); pending = setTimeout(render, 200); });

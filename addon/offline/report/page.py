@@ -12,13 +12,16 @@ import datetime
 import html
 import json
 from dataclasses import dataclass, field
+from decimal import Decimal
 from importlib import resources
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
 from ... import wire as formats
 from ...shared import jsoncodec
+from ...shared.cost import Cost, price_source
 from ...shared.redact import redact_json, redact_text
 from ...shared.version import __version__
 from ...wire.conversation import Answer, Message, Part, Usage
@@ -64,6 +67,8 @@ class ReportData:
         self._message_rows: dict[int, tuple[Message, int]] = {}  # a message read once -> its row
         self.turns: list[bytes] = []
         self.conversations: list[dict[str, Any]] = []
+        self.costs: list[Cost | None] = []  # every turn's, for the capture's total
+        self.prices = price_source()  # read once: it looks through the installed packages
         self._texts: dict[str, str] = {}  # redacted texts, by text: a history repeats them on every turn
 
     def _text(self, text: str | None) -> str | None:
@@ -178,6 +183,7 @@ class ReportData:
             "chg": _counts(turn.changes) if turn.changes is not None and turn.changes else None,
             "since": None,
             "ans": self.answer(turn.answer) if turn.answer is not None else None,
+            "cost": self._cost(turn),
             "diag": _diagnosis(turn, self._text),
             "culprit": self._text(turn.culprit),
             "findings": self._strings(turn.findings),
@@ -207,6 +213,21 @@ class ReportData:
             }
         self.turns.append(_dumps(entry))
 
+    def _cost(self, turn: Turn) -> dict[str, str | None]:
+        cost = turn.cost
+        if cost is not None:
+            by = f"{cost.model} ({cost.provider}), {cost.source}"
+            return {"text": usd_text(cost.usd), "usd": str(cost.usd), "by": self._text(by), "why": None}
+        if turn.answer is None:
+            why = "no answer read"
+        elif not turn.answer.usage:
+            why = "no usage reported"
+        else:
+            source = self.prices or "genai-prices, which is not installed"
+            host = urlsplit(turn.url).hostname or "?"
+            why = f"{turn.answer.model or turn.model or 'no model'} at {host} is not priced by {source}"
+        return {"text": "cost unknown", "usd": None, "by": None, "why": self._text(why)}
+
     def add_conversation(self, number: int, turns: list[Turn]) -> None:
         first = turns[0]
         title = ""
@@ -219,8 +240,10 @@ class ReportData:
                 "turns": [t.number for t in turns],
                 "models": sorted({self._text(t.model) for t in turns if t.model}),
                 "title": (self._text(title) or "")[:160],  # cut once redacted: a cut key is not recognised
+                "cost": total_text([t.cost for t in turns]),
             }
         )
+        self.costs += [t.cost for t in turns]
 
     def document(self, title: str, source: str) -> bytes:
         head = _dumps(
@@ -231,6 +254,8 @@ class ReportData:
                 "version": __version__,
                 "opaque": self.include_opaque,
                 "convs": self.conversations,
+                "cost": total_text(self.costs),
+                "prices": self.prices,
             }
         )
         return b"".join(
@@ -262,6 +287,25 @@ def _usage(usage: Usage) -> dict[str, int] | None:
     if not usage:
         return None
     return {name: getattr(usage, name) for name in Usage.__slots__ if getattr(usage, name) is not None}
+
+
+def usd_text(usd: Decimal) -> str:
+    """Dollars to the cent from $1, to three significant digits below: $12.30, $0.0122, $0.000389."""
+    if usd >= 1:
+        return f"${usd:,.2f}"
+    if usd == 0:
+        return "$0"
+    return f"${usd:.{max(2 - usd.adjusted(), 0)}f}"
+
+
+def total_text(costs: list[Cost | None]) -> str:
+    """What turns cost together, saying so when only some of them are known: an unknown cost is never zero."""
+    known = [cost.usd for cost in costs if cost is not None]
+    if not known:
+        return "unknown"
+    total = usd_text(sum(known, Decimal(0)))
+    unknown = len(costs) - len(known)
+    return f"at least {total} (cost of {unknown} of {len(costs)} turns unknown)" if unknown else total
 
 
 def _counts(changes: Any) -> dict[str, int]:

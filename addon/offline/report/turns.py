@@ -16,6 +16,7 @@ from mitmproxy import http
 from ... import wire as formats
 from ...diagnosis import Diagnosis
 from ...shared import jsoncodec
+from ...shared.cost import Cost, exchange_cost
 from ...shared.flow_meta import flow_meta
 from ...shared.limits import MAX_DECODED_BYTES
 from ...shared.redact import is_credential_header
@@ -51,6 +52,7 @@ class Turn:
     changes: Changes | None = None  # `sent` against `client_sent`, when they differ
     live_repaired: bool = False
     answer: Answer | None = None
+    cost: Cost | None = None  # None: not known (no usage, or a model or provider genai-prices does not price)
     diagnosis: Diagnosis | None = None
     culprit: str | None = None  # the place the error points at ("messages[3]")
     advice: str | None = None  # what to do about the error, as the live proxy said (its diagnosis knew the cache)
@@ -131,6 +133,16 @@ def turn_of(checked: CheckedExchange, memo: MessageMemo | None = None) -> Turn:
             answer = transcribe_answer(flow, formats.by_name(check.wire_format))
         except NotTranscribed as e:
             notes.append(f"answer not read: {e}")
+    cost = None
+    if answer is not None:
+        started = flow.request.timestamp_start
+        cost = exchange_cost(
+            answer.usage,
+            answer.model or check.model,  # the answer's is the one that was billed ("gpt-5-2025-08-07" for "gpt-5")
+            wire_format=check.wire_format,
+            api_url=flow.request.pretty_url,
+            when=datetime.datetime.fromtimestamp(started, datetime.timezone.utc) if started else None,
+        )
     meta = flow_meta(flow) or {}
     live_diagnosis = meta.get("diagnosis") if isinstance(meta.get("diagnosis"), dict) else {}
     culprit = live_diagnosis.get("location")
@@ -150,6 +162,7 @@ def turn_of(checked: CheckedExchange, memo: MessageMemo | None = None) -> Turn:
         changes=changes,
         live_repaired=check.live_repaired,
         answer=answer,
+        cost=cost,
         diagnosis=diagnosis,
         culprit=culprit,
         advice=live_diagnosis.get("advice") if isinstance(live_diagnosis.get("advice"), str) else None,
