@@ -72,7 +72,7 @@ def test_metrics_count_a_tool_loop(metrics_proxy, fake: FakeProvider, api_key: s
     tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
     text = scrape(address, "llm_proxy_repairs_total{", "llm_proxy_diagnosed_total{", "llm_proxy_cache_misses_total")
     # A reverse proxy to the fake on loopback: no dialect serves that host, so the host is the provider.
-    host = fake.url.removeprefix("http://")
+    host = fake.url.removeprefix("http://").rsplit(":", 1)[0]
     assert f'llm_proxy_exchanges_total{{format="chat_completions",model="{MODEL}",provider="{host}"}} 3.0' in text
     assert 'llm_proxy_repairs_total{applied="true",kind="restored"}' in text
     assert 'llm_proxy_diagnosed_total{rule="reasoning_content_missing",status="400"} 1.0' in text

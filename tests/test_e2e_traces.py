@@ -6,10 +6,12 @@ credential; and a collector that is down or hangs, which the traffic never notic
 from __future__ import annotations
 
 import json
+import ssl
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import openai
 import pytest
 
@@ -17,8 +19,10 @@ from tests.support.fake_provider import FakeProvider
 from tests.support.otlp_sink import OtlpSink
 from tests.support.phoenix import PhoenixServer
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
+from tests.support.real_hosts import RealHostsFake
 from tests.support.turns import client, first_turn, history_as_sent, second_turn
 from tests.test_e2e_anthropic import QUESTION, answer_text, post, reply, request, results, tool_ids, without_thinking
+from tests.test_e2e_metrics import free_port, scrape
 
 pytestmark = pytest.mark.e2e
 MODEL = "deepseek-v4-flash"
@@ -171,3 +175,35 @@ def test_phoenix_receives_a_repaired_tool_loop(
     everything = json.dumps(spans, default=str)
     assert api_key not in everything
     assert signature not in everything and signature[:32] not in everything
+
+
+def test_what_a_priced_answer_cost_is_in_its_span_and_the_metrics(
+    confdir: Path, tmp_path: Path, sink: OtlpSink, api_key: str
+) -> None:
+    """Through a regular proxy to DeepSeek's real host name (answered by the fake): genai-prices prices the answer,
+    the span carries its cost, and /metrics adds it up with the tokens."""
+    fake = RealHostsFake(tmp_path).start()
+    metrics = f"127.0.0.1:{free_port()}"
+    options = ("--set", "llm_cache=memory", "--set", "llm_log=", "--set", f"llm_otel={sink.url}")
+    proxy = MitmdumpProcess(*fake.mitmdump_options(), *options, "--set", f"llm_metrics={metrics}", confdir=confdir)
+    try:
+        with proxy:
+            trusted = ssl.create_default_context(cafile=str(confdir / "mitmproxy-ca-cert.pem"))
+            through = httpx.Client(proxy=proxy.url, verify=trusted, timeout=30)
+            llm = openai.OpenAI(base_url="https://api.deepseek.com/v1", api_key=api_key, http_client=through)
+            first_turn(llm, MODEL, stream=False)
+            (span,) = sink.wait_for(1)
+            text = scrape(metrics, "llm_proxy_cost_usd_total{", "llm_proxy_tokens_total{")
+    finally:
+        fake.stop()
+    assert span["attributes"]["gen_ai.provider.name"] == "deepseek"
+    assert span["attributes"]["server.address"] == "api.deepseek.com"
+    assert span["attributes"]["gen_ai.usage.input_tokens"] == 10
+    assert span["attributes"]["gen_ai.usage.cost"] > 0
+    assert span["attributes"]["llm_proxy.cost.source"].startswith("genai-prices ")
+    (cost,) = [line for line in text.splitlines() if line.startswith("llm_proxy_cost_usd_total{")]
+    assert f'model="{MODEL}"' in cost and float(cost.rsplit(" ", 1)[1]) == pytest.approx(
+        span["attributes"]["gen_ai.usage.cost"]
+    )
+    assert f'llm_proxy_tokens_total{{kind="input",model="{MODEL}",provider="deepseek"}} 10.0' in text
+    assert "llm_proxy_unpriced_total{" not in text

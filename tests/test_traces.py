@@ -362,3 +362,12 @@ def test_reading_a_stream_for_its_summary_finds_what_reading_it_whole_does(path:
         whole.usage,
     )
     assert whole.usage or whole.finish  # the recording says something a summary can miss
+
+
+def test_a_span_says_what_the_answer_cost_or_that_it_is_unknown() -> None:
+    priced = plan_span(anthropic_exchange(api_url="https://api.anthropic.com/v1/messages"), content=False)
+    assert priced.attributes["gen_ai.usage.cost"] > 0
+    assert priced.attributes["llm_proxy.cost.source"].startswith("genai-prices ")
+    gateway = plan_span(anthropic_exchange(api_url="http://127.0.0.1:4000/v1/messages"), content=False)
+    assert "gen_ai.usage.cost" not in gateway.attributes  # unknown, never zero
+    assert gateway.attributes["llm_proxy.cost.source"] == "unknown"

@@ -19,7 +19,8 @@ from ..shared.startup import refuse
 from .runtime import Runtime
 
 if TYPE_CHECKING:
-    from ..shared.metrics import FleetMetrics, MetricsServer
+    from ..answer.tap import TapResult
+    from ..shared.metrics import FleetMetrics, MetricsServer, Pricing
 
 logger = masked_logger(__name__)
 CACHE_SIZE_EVERY = 5.0  # seconds between two readings of the cache's size
@@ -30,6 +31,7 @@ class Metrics:
         self.runtime = runtime
         self.counts: FleetMetrics | None = None
         self._server: MetricsServer | None = None
+        self._pricing: Pricing | None = None
         self._sized_at = 0.0
 
     def configure(self, updated: set[str]) -> None:
@@ -43,7 +45,7 @@ class Metrics:
 
     def _start(self, address: tuple[str, int]) -> None:
         try:
-            from ..shared.metrics import FleetMetrics, MetricsServer
+            from ..shared.metrics import FleetMetrics, MetricsServer, Pricing
         except ImportError as e:
             refuse(f"llm_metrics needs {e.name or 'prometheus_client'}: install it where mitmproxy runs")
         counts = FleetMetrics()
@@ -53,7 +55,9 @@ class Metrics:
             host, port = address
             refuse(f"llm_metrics: cannot serve metrics on {host}:{port}: {e.strerror or e}")
         self.counts = counts
+        self._pricing = Pricing(counts)
         self.runtime.events.listeners.append(counts.count_event)
+        self.runtime.answer_listeners.append(self._answer)  # its usage, and what it cost
         try:
             self._size_cache(counts)
         except Exception as e:  # a cache down at startup: sized with the first answer after it is back
@@ -65,7 +69,12 @@ class Metrics:
             listeners = self.runtime.events.listeners
             if self.counts.count_event in listeners:
                 listeners.remove(self.counts.count_event)
+            if self._answer in self.runtime.answer_listeners:
+                self.runtime.answer_listeners.remove(self._answer)
             self.counts = None
+        if self._pricing is not None:
+            self._pricing.stop()
+            self._pricing = None
         if self._server is not None:
             self._server.stop()
             self._server = None
@@ -91,10 +100,27 @@ class Metrics:
         except Exception as e:
             fail_open(flow.id, "metrics", None, e)
 
+    def _answer(self, flow: http.HTTPFlow, result: TapResult) -> None:
+        """An answer listener: the tokens its answer reports, and (off the loop) what they cost. A second sending's
+        answer (hooks/retry.py) is counted too: it is the one the client got, and the one the provider billed."""
+        counts, pricing, answer, meta = self.counts, self._pricing, result.answer, flow_meta(flow)
+        if counts is None or pricing is None or answer is None or not answer.usage or meta is None:
+            return
+        request = flow.request
+        provider, model = self._provider(flow, meta), answer.model or meta.get("request_model")
+        counts.count_usage(provider, meta.get("request_model"), answer.usage)
+        api_url = f"{request.scheme}://{request.pretty_host}{request.path.split('?', 1)[0]}"
+        pricing.price(answer.usage, model, meta["format"], api_url, provider, meta.get("request_model"))
+
+    @staticmethod
+    def _provider(flow: http.HTTPFlow, meta: dict[str, Any]) -> str:
+        """Who answered, named as the traces name it (`gen_ai.provider.name`: "deepseek", "aws.bedrock", else the
+        host the client named)."""
+        request = flow.request
+        return dialects.provider_name(request.pretty_host, request.path, meta.get("request_model") or "")
+
     def _count_flow(self, counts: FleetMetrics, flow: http.HTTPFlow, meta: dict[str, Any]) -> None:
-        host, model = meta.get("host") or flow.request.pretty_host, meta.get("request_model")
-        dialect = dialects.serving(host, flow.request.path, model or "")
-        counts.count_exchange(dialect.name if dialect is not None else host, model, meta.get("format"))
+        counts.count_exchange(self._provider(flow, meta), meta.get("request_model"), meta.get("format"))
         timing = meta.get("addon_ms")
         if isinstance(timing, dict):
             counts.observe_addon_ms("request", timing.get("request"))

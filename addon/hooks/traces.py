@@ -206,6 +206,7 @@ def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending, wh
         server_address=host,
         server_port=request.port,
         path=request.path,
+        api_url=f"{request.scheme}://{host}{request.path.split('?', 1)[0]}",
         request_model=model,
         started=request.timestamp_start,
         ended=ended,

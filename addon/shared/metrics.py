@@ -9,10 +9,13 @@ ever becomes a label: skip reasons are sorted into categories, and a model name 
 from __future__ import annotations
 
 import threading
+from collections import deque
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from ..wire.conversation import Usage
+from .cost import exchange_cost
 from .events import Captured, Diagnosed, Event, Failure, Recovered, Repaired, Skipped
 from .redact import redact_text
 
@@ -95,6 +98,21 @@ class FleetMetrics:
         self.cache_misses = counter("cache_misses", "Cache lookups of a repair that found nothing")
         self.cache_entries = Gauge(f"{PREFIX}_cache_entries", "Entries in the reasoning cache", registry=self.registry)
         self.cache_bytes = Gauge(f"{PREFIX}_cache_bytes", "Size of the reasoning cache on disk", registry=self.registry)
+        self.tokens = counter(
+            "tokens",
+            "Tokens the providers reported, by kind (input counts cached tokens; reasoning is part of output)",
+            ("provider", "model", "kind"),
+        )
+        self.cost = counter(
+            "cost_usd",
+            "What the answers cost in US dollars, by genai-prices' table (priced ones only)",
+            ("provider", "model"),
+        )
+        self.unpriced = counter(
+            "unpriced",
+            "Answers with usage whose cost is unknown (a model or host genai-prices does not price)",
+            ("provider", "model"),
+        )
         self.addon_seconds = Histogram(
             f"{PREFIX}_addon_seconds",
             "The addon's own time on a request (phase=request) or an answer (phase=response)",
@@ -126,6 +144,18 @@ class FleetMetrics:
     def count_exchange(self, provider: str | None, model: object, wire_format: object) -> None:
         self.exchanges.labels(self.providers(provider), self.models(model), str(wire_format or UNKNOWN)).inc()
 
+    def count_usage(self, provider: str | None, model: str | None, usage: Usage) -> None:
+        provider_label, model_label = self.providers(provider), self.models(model)
+        for kind, value in (
+            ("input", usage.all_input),
+            ("output", usage.output),
+            ("reasoning", usage.reasoning),
+            ("cache_read", usage.cache_read),
+            ("cache_write", usage.cache_write),
+        ):
+            if value:
+                self.tokens.labels(provider_label, model_label, kind).inc(value)
+
     def observe_addon_ms(self, phase: str, ms: object) -> None:
         if isinstance(ms, (int, float)):
             self.addon_seconds.labels(phase).observe(ms / 1000)
@@ -156,3 +186,54 @@ class MetricsServer:
         if server is not None:
             server.shutdown()  # waits for serve_forever to return, a fraction of a second
             server.server_close()
+
+
+class Pricing:
+    """Prices answers on a thread of its own: genai-prices takes up to a tenth of a millisecond a call (and 0.2 s to
+    import), which the event loop does not wait for. At most MAX_WAITING answers wait; past it the oldest is let go of
+    and counted as unpriced."""
+
+    MAX_WAITING = 4096
+
+    def __init__(self, metrics: FleetMetrics) -> None:
+        self.metrics = metrics
+        self._waiting: deque[tuple[Usage, str | None, str, str, str, str]] = deque()
+        self._wake = threading.Condition()
+        self._closing = False
+        self._thread = threading.Thread(target=self._run, name="llm-metrics-pricing", daemon=True)
+        self._thread.start()
+
+    def price(
+        self, usage: Usage, model: str | None, wire_format: str, api_url: str, provider: str, asked: str | None
+    ) -> None:
+        """Queues an answer's usage to be priced at `model`'s prices, labelled as its exchange is (`provider`, and the
+        model it `asked` for)."""
+        labels = (self.metrics.providers(provider), self.metrics.models(asked))
+        with self._wake:
+            if len(self._waiting) >= self.MAX_WAITING:
+                self.metrics.unpriced.labels(*self._waiting.popleft()[4:]).inc()
+            self._waiting.append((usage, model, wire_format, api_url, *labels))
+            self._wake.notify()
+
+    def stop(self) -> None:
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        self._thread.join(5)
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._waiting and not self._closing:
+                    self._wake.wait()
+                if self._closing:
+                    return
+                usage, model, wire_format, api_url, provider, model_label = self._waiting.popleft()
+            try:
+                cost = exchange_cost(usage, model, wire_format=wire_format, api_url=api_url)
+            except Exception:  # a price the table cannot make: unknown, as any other
+                cost = None
+            if cost is None:
+                self.metrics.unpriced.labels(provider, model_label).inc()
+            else:
+                self.metrics.cost.labels(provider, model_label).inc(float(cost.usd))

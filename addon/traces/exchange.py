@@ -4,9 +4,11 @@ Pure: tests call `plan_span` directly, and nothing here imports OpenTelemetry.""
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 
 from ..shared import jsoncodec
+from ..shared.cost import exchange_cost
 from ..shared.limits import MAX_DECODED_BYTES
 from ..shared.redact import redact_text
 from ..transcripts import conversation
@@ -45,7 +47,7 @@ class Exchange:
     events_dropped: int = 0
     rule: str | None = None  # the diagnosis of a refusal
     refusal: str | None = None  # the provider's text of a refusal, redacted
-    cost: Attributes = field(default_factory=dict)
+    api_url: str | None = None  # scheme, host and path the request went to (what a price is looked up by)
 
     def size(self) -> int:
         """About the bytes it holds (what the span queue is bounded by)."""
@@ -76,6 +78,24 @@ def read_request(exchange: Exchange) -> Conversation | None:
         return conversation(exchange.wire_format, jsoncodec.loads(body), exchange.path)
     except (Undecodable, ValueError):
         return None
+
+
+def cost_attributes(exchange: Exchange, answer: Answer, model: str | None) -> Attributes:
+    """What the answer cost by genai-prices' table: `gen_ai.usage.cost` in US dollars (no convention names one yet:
+    the name some instrumentations use), or `llm_proxy.cost.source` "unknown", never a cost of zero."""
+    try:
+        cost = exchange_cost(
+            answer.usage,
+            answer.model or model,
+            wire_format=exchange.wire_format,
+            api_url=exchange.api_url,
+            when=datetime.datetime.fromtimestamp(exchange.started, datetime.timezone.utc),
+        )
+    except Exception:  # a price the table cannot make is unknown, as any other
+        cost = None
+    if cost is None:
+        return {"llm_proxy.cost.source": "unknown"}
+    return {"gen_ai.usage.cost": float(cost.usd), "llm_proxy.cost.source": cost.source}
 
 
 def _ns(seconds: float) -> int:
@@ -112,7 +132,8 @@ def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
         attributes["gen_ai.response.id"] = exchange.response_id
     if exchange.first_chunk_at is not None and sent is not None and sent.stream:
         attributes["gen_ai.response.time_to_first_chunk"] = max(0.0, exchange.first_chunk_at - exchange.started)
-    attributes.update(exchange.cost)
+    if answer is not None and answer.usage:
+        attributes.update(cost_attributes(exchange, answer, model))
     error = None
     if exchange.status is None or exchange.status >= 400:
         # A refusal the proxy diagnosed is typed by its rule; others by their status, or as the conventions' _OTHER.
