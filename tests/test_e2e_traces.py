@@ -20,9 +20,9 @@ from tests.support.otlp_sink import OtlpSink
 from tests.support.phoenix import PhoenixServer
 from tests.support.proxy import MitmdumpProcess, reverse_proxy
 from tests.support.real_hosts import RealHostsFake
-from tests.support.turns import client, first_turn, history_as_sent, second_turn
+from tests.support.turns import first_turn
 from tests.test_e2e_anthropic import QUESTION, answer_text, post, reply, request, results, tool_ids, without_thinking
-from tests.test_e2e_metrics import free_port, scrape
+from tests.test_e2e_metrics import free_port, scrape, tool_loop_with_a_repair_and_a_400
 
 pytestmark = pytest.mark.e2e
 MODEL = "deepseek-v4-flash"
@@ -42,28 +42,11 @@ def traced(
     return proxy
 
 
-def deepseek_loop(proxy: MitmdumpProcess, fake: FakeProvider, api_key: str) -> None:
-    """Turn 1 streamed, turn 2 without its reasoning_content (repaired), and a turn the proxy never saw (a 400)."""
-    proxied = client(proxy.url, api_key, parallel="2")
-    turn = first_turn(proxied, MODEL, stream=True)
-    history = history_as_sent(turn, drop=("reasoning_content",), content="")
-    assert second_turn(proxied, MODEL, history, stream=True) == "The directory holds two files."
-    other_key = f"{api_key}-other"
-    unseen = first_turn(client(fake.url, other_key, parallel="2"), MODEL, stream=False)
-    with pytest.raises(openai.BadRequestError):
-        second_turn(
-            client(proxy.url, other_key),
-            MODEL,
-            history_as_sent(unseen, drop=("reasoning_content",), content=""),
-            stream=False,
-        )
-
-
 def test_a_repaired_tool_loop_is_one_trace_with_what_the_proxy_did(
     fake: FakeProvider, confdir: Path, sink: OtlpSink, api_key: str
 ) -> None:
     with traced(fake, confdir, sink.url) as proxy:
-        deepseek_loop(proxy, fake, api_key)
+        tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
         first, second, refused = sink.wait_for(3)
     for span in (first, second, refused):
         assert span["name"] == f"chat {MODEL}"
@@ -130,9 +113,9 @@ def test_a_collector_that_is_down_or_hangs_costs_the_traffic_nothing(
         url = sink.url
     with traced(fake, confdir, url) as proxy:
         for _ in range(3):
-            deepseek_loop(proxy, fake, api_key)
+            tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
         line = proxy.wait_for_line("llm otel: cannot send spans to")
-        deepseek_loop(proxy, fake, api_key)
+        tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
     assert url in line and "traffic goes on" in line
     assert proxy.output.count("llm otel: cannot send spans") == 1
     assert "opentelemetry" not in proxy.output.lower().replace("opentelemetry's", "")
@@ -148,7 +131,7 @@ def test_phoenix_receives_a_repaired_tool_loop(
     project = f"llm-proxy-{uuid.uuid4().hex[:12]}"
     env = {"OTEL_RESOURCE_ATTRIBUTES": f"openinference.project.name={project}"}
     with traced(fake, confdir, phoenix.otlp_base, env, llm_otel_content="true") as proxy:
-        deepseek_loop(proxy, fake, api_key)
+        tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
         turn = reply(post(proxy.url, api_key, request([QUESTION], stream=True)), stream=True)
         signature = fake.anthropic.issued[tool_ids(turn)[0]][0]["signature"]
         messages = [QUESTION, without_thinking(turn), results(turn)]
