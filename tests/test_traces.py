@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
+
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.assembled import ReadingAndAssembling
 from llm_reasoning_proxy.answer.tap import read_recorded
 from llm_reasoning_proxy.shared.events import Captured, Diagnosed, Skipped
+from llm_reasoning_proxy.shared.records import SIGNATURE_IN_ID
 from llm_reasoning_proxy.shared.settings import parse_otlp_endpoint
 from llm_reasoning_proxy.traces import genai
 from llm_reasoning_proxy.traces.exchange import Exchange, plan_span
@@ -21,7 +23,6 @@ from llm_reasoning_proxy.traces.links import ENTRY_BYTES, ConversationLinks, Tur
 from llm_reasoning_proxy.transcripts import read_answer
 from llm_reasoning_proxy.wire.anthropic.transcript import anthropic_usage
 from llm_reasoning_proxy.wire.chat_completions.transcript import chat_usage
-
 from tests.support.otlp_sink import OtlpSink
 
 SIGNATURE = "EqQBCkgIARABGAIiQL" + "x" * 300
@@ -326,7 +327,7 @@ def test_an_answer_read_for_its_summary_alone_shows_no_content_and_links_by_its_
     exchange = anthropic_exchange(whole_answer=False, calls=["toolu_09"])
     plan = plan_span(exchange, content=True)
     assert "gen_ai.output.messages" not in plan.attributes  # a summary holds pieces of messages, never shown
-    assert plan.issued == [("call", "toolu_09")]
+    assert plan.issued == [("call", "\ntoolu_09")]  # whose (no scope here), and the call
     assert plan.attributes["gen_ai.usage.output_tokens"] == 5
 
 
@@ -371,3 +372,131 @@ def test_a_span_says_what_the_answer_cost_or_that_it_is_unknown() -> None:
     gateway = plan_span(anthropic_exchange(api_url="http://127.0.0.1:4000/v1/messages"), content=False)
     assert "gen_ai.usage.cost" not in gateway.attributes  # unknown, never zero
     assert gateway.attributes["llm_proxy.cost.source"] == "unknown"
+
+
+LITELLM_ID = "call_abc" + SIGNATURE_IN_ID + "EqQBCkgIARABGAIiQL" + "y" * 200
+
+
+def _chat_exchange(messages: list, **changes) -> Exchange:
+    body = json.dumps({"model": "m", "messages": messages}).encode()
+    return anthropic_exchange(wire_format="chat_completions", path="/v1/chat/completions", request_body=body, **changes)
+
+
+def test_no_opaque_value_reaches_a_span_whatever_carries_it() -> None:
+    secret = "gAAAAAB" + "z" * 400
+    responses = json.dumps(
+        {"model": "gpt-5", "input": [{"type": "compaction", "id": "cmp_1", "encrypted_content": secret}]}
+    ).encode()
+    compaction = anthropic_exchange(wire_format="openai_responses", path="/v1/responses", request_body=responses)
+    assert secret[:40] not in json.dumps(plan_span(compaction, content=True).attributes)
+    call = {"id": LITELLM_ID, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": LITELLM_ID, "content": "a.txt"},
+    ]
+    attributes = plan_span(_chat_exchange(messages), content=True).attributes
+    assert "EqQBCkgIARABGAIiQL" not in json.dumps(attributes)
+    assert "call_abc" in attributes["gen_ai.input.messages"]
+
+
+def test_span_events_never_carry_a_signature_inside_a_call_id() -> None:
+    from llm_reasoning_proxy.shared.events import Repaired
+    from llm_reasoning_proxy.shared.records import RepairAction
+
+    action = RepairAction("restored", "messages[1]", 1, ["reasoning_content"], tool_call_id=LITELLM_ID)
+    repaired = genai.span_event(
+        Repaired(flow_id="f", host="h", url="u", wire_format="chat_completions", applied=True, cache_hits=1,
+                 actions=[action], total=1),
+        1,
+    )  # fmt: skip
+    diagnosed = genai.span_event(
+        Diagnosed(flow_id="f", host="h", url="u", wire_format="chat_completions", status=400, rule="r", summary="s",
+                  problem="missing", tool_call_ids=[LITELLM_ID], advice="a", message="m"),
+        2,
+    )  # fmt: skip
+    assert repaired is not None and diagnosed is not None
+    assert "EqQBCkgIARABGAIiQL" not in json.dumps([repaired.attributes, diagnosed.attributes])
+    assert "call_abc" in repaired.attributes["llm_proxy.actions"][0]
+
+
+def test_content_is_masked_as_the_event_log_masks_json() -> None:
+    escaped = '{"k": "sk\\u002dproj-' + "A" * 48 + '", "Cookie": "session=s3cr3t-value-1234"}'
+    call = {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": escaped}}
+    messages = [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1", "content": escaped},
+    ]
+    shown = plan_span(_chat_exchange(messages), content=True).attributes["gen_ai.input.messages"]
+    assert "A" * 48 not in json.loads(shown).__repr__() and "s3cr3t" not in shown
+
+
+def test_the_same_text_from_two_callers_is_two_conversations() -> None:
+    links = ConversationLinks()
+    said = [{"role": "assistant", "content": "Hello! How can I help you today?"}, {"role": "user", "content": "hi"}]
+    answer = read_answer(
+        "chat_completions",
+        json.dumps({"choices": [{"message": {"role": "assistant", "content": said[0]["content"]}}]}).encode(),
+        sse=False,
+    )
+    first = plan_span(_chat_exchange([], scope="a", answer=answer, whole_answer=True), content=False)
+    links.remember(first.issued, TurnPlace(1, 1, 1))
+    assert links.find(plan_span(_chat_exchange(said, scope="a"), content=False).links) is not None
+    assert links.find(plan_span(_chat_exchange(said, scope="b"), content=False).links) is None
+
+
+def test_a_chunk_that_only_says_usage_is_null_is_no_summary() -> None:
+    reader = formats.by_name("chat_completions").reader()
+    transcriber = formats.TRANSCRIBERS["chat_completions"]
+    reading = ReadingAndAssembling(reader, transcriber.assembler(), transcriber.summary_markers)
+    content = b'{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":null}'
+    assert reading._summary(content) is False
+    assert reading._summary(b'{"usage":{"prompt_tokens":1}}') is True
+
+
+def test_an_assembler_that_fails_leaves_the_capture_as_it_was() -> None:
+    body = next(path for path in _recorded_streams() if "deepseek" in path.parent.name).read_bytes()
+    alone = formats.by_name("chat_completions").reader()
+    read_recorded(alone, body, sse=True)
+
+    class Broken(formats.TRANSCRIBERS["chat_completions"].assembler().__class__):
+        def event(self, payload, name):
+            raise TypeError("broken")
+
+    beside = ReadingAndAssembling(formats.by_name("chat_completions").reader(), Broken())
+    read_recorded(beside, body, sse=True)
+    assert beside.records(complete=True) == alone.records(complete=True)
+    assert beside.answer() is None and beside.problem == "TypeError: broken"
+
+
+def test_a_batch_is_cut_by_bytes_and_stopping_without_waiting_never_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_reasoning_proxy.traces import export as export_module
+
+    monkeypatch.setattr(export_module, "BATCH_BYTES", 20_000)
+    big = [{"role": "user", "content": "word " * 2000}]
+    with OtlpSink() as sink:
+        export = export_module.SpanExport(f"{sink.url}/v1/traces", display=sink.url, content=True)
+        try:
+            for i in range(6):
+                export.submit(_chat_exchange(big, flow_id=f"f{i}"))
+            sink.wait_for(6)
+            assert sink.exports >= 3  # about 10 KB a span, 20 KB a batch
+            sink.hold.clear()  # a collector that takes the next export and never answers
+            export.submit(_chat_exchange(big, flow_id="f7"))
+            started = time.perf_counter()
+            export.stop(wait=False)
+            assert time.perf_counter() - started < 0.5
+        finally:
+            sink.hold.set()
+
+
+def test_flows_whose_spans_wait_are_bounded_by_what_they_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_reasoning_proxy.hooks import traces as hook
+    from llm_reasoning_proxy.hooks.runtime import Runtime
+
+    monkeypatch.setattr(hook, "MAX_PENDING", 100)
+    traces = hook.Traces(Runtime())
+    for i in range(1000):  # events of flows whose hooks never come
+        traces._event(Skipped(flow_id=f"f{i}", url="u", reason="r" * 500))
+    assert len(traces._pending) <= 100
+    assert traces._held == sum(p.size for p in traces._pending.values()) <= hook.MAX_HELD_BYTES
+    assert "f999" in traces._pending and "f0" not in traces._pending  # the oldest went first

@@ -4,6 +4,7 @@ for, what it said)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..shared.limits import Budget
@@ -26,8 +27,9 @@ class ReadingAndAssembling:
         self, reader: ResponseReader, assembler: AnswerAssembler, summary_markers: tuple[bytes, ...] | None = None
     ) -> None:
         self.reader = reader
-        self.assembler = assembler
+        self.assembler: AnswerAssembler | None = assembler
         self.summary_markers = summary_markers
+        self.problem: str | None = None  # why the assembler was let go of
 
     @property
     def markers(self) -> tuple[bytes, ...] | None:
@@ -51,15 +53,29 @@ class ReadingAndAssembling:
 
     def feed_event(self, event: SSEEvent) -> None:
         self.reader.feed_event(event)
-        if self._summary(event.data):
-            self.assembler.feed_event(event)
+        if self.assembler is not None and self._summary(event.data):
+            self._assemble(self.assembler.feed_event, event)
 
     def feed_document(self, doc: Any) -> None:
         self.reader.feed_document(doc)
-        self.assembler.feed_document(doc)  # parsed once: the assembler walks what the reader was given
+        if self.assembler is not None:
+            self._assemble(self.assembler.feed_document, doc)  # parsed once: it walks what the reader was given
+
+    def _assemble(self, feed: Callable[[Any], None], what: Any) -> None:
+        """The assembler never stands in the capture's way: one that fails is let go of, the reader reads on."""
+        try:
+            feed(what)
+        except Exception as e:
+            self.assembler, self.problem = None, f"{type(e).__name__}: {e}"
 
     def records(self, *, complete: bool) -> list[ReasoningRecord]:
         return self.reader.records(complete=complete)
 
-    def answer(self) -> Answer:
-        return self.assembler.finish()
+    def answer(self) -> Answer | None:
+        if self.assembler is None:
+            return None
+        try:
+            return self.assembler.finish()
+        except Exception as e:
+            self.assembler, self.problem = None, f"{type(e).__name__}: {e}"
+            return None

@@ -43,6 +43,7 @@ class TapResult:
     problem: str | None = None  # why the copy could not be read, if it could not
     seconds: float = 0.0  # the time the tap spent reading its copy, off the stream's path or on it
     answer: Answer | None = None  # the answer as a person reads it, when the reader assembled it (ReadingAndAssembling)
+    whole_answer: bool = False  # `answer` holds what was said, not only its model, id, usage and stop reason
     first_chunk_at: float | None = None  # when the first piece of the body came (time.time())
 
 
@@ -258,6 +259,7 @@ class ResponseTap:
             )
         records = tuple(self.reader.records(complete=complete))
         assembled = getattr(self.reader, "answer", None)  # ReadingAndAssembling
+        whole = assembled is not None and getattr(self.reader, "summary_markers", None) is None
         return TapResult(
             complete=complete,
             sse=self._sse,
@@ -268,6 +270,7 @@ class ResponseTap:
             problem=self.problem,
             seconds=self.seconds,
             answer=assembled() if assembled is not None else None,
+            whole_answer=whole,
             first_chunk_at=self.first_chunk_at,
         )
 

@@ -64,7 +64,7 @@ class Metrics:
             logger.warning("llm metrics: cannot read the cache's size yet: %s", e)
         logger.info("llm metrics at http://%s:%d/metrics", address[0], self._server.port)
 
-    def _stop(self) -> None:
+    def _stop(self, *, wait: bool = False) -> None:
         if self.counts is not None:
             listeners = self.runtime.events.listeners
             if self.counts.count_event in listeners:
@@ -73,14 +73,14 @@ class Metrics:
                 self.runtime.answer_listeners.remove(self._answer)
             self.counts = None
         if self._pricing is not None:
-            self._pricing.stop()
+            self._pricing.stop(wait=wait)  # reconfigured while traffic flows: not waited for
             self._pricing = None
         if self._server is not None:
             self._server.stop()
             self._server = None
 
     def done(self) -> None:
-        self._stop()
+        self._stop(wait=True)
 
     def response(self, flow: http.HTTPFlow) -> None:
         self._finished(flow)

@@ -37,6 +37,8 @@ logger = masked_logger(__name__)
 # moment, their answers. Past MAX_HELD_BYTES the oldest flow's are let go of (its span then says fewer events).
 MAX_HELD_BYTES = 8 * 1024 * 1024
 MAX_FLOW_EVENTS = 64
+MAX_PENDING = 4096  # flows held at once, whatever they hold
+PENDING_BYTES = 512  # what an entry costs before its events and answer: its dict slot, object and flow id
 HANDED_OVER_KEPT = 256  # the flows whose spans went last, whose late events are let go of
 
 
@@ -81,7 +83,7 @@ class Traces:
         self.runtime.whole_answers = content
         logger.info("llm traces to %s%s", display_url(endpoint), " with content" if content else "")
 
-    def _stop(self) -> None:
+    def _stop(self, *, wait: bool = False) -> None:
         if self._event in self.runtime.events.listeners:
             self.runtime.events.listeners.remove(self._event)
         if self._answer in self.runtime.answer_listeners:
@@ -93,10 +95,10 @@ class Traces:
         self._handed_over.clear()
         if self.export is not None:
             export, self.export = self.export, None
-            export.stop()
+            export.stop(wait=wait)  # options changed while traffic flows: the loop does not wait for the collector
 
     def done(self) -> None:
-        self._stop()
+        self._stop(wait=True)
 
     def request(self, flow: http.HTTPFlow) -> None:
         if self.export is not None and RETRY_OF in flow.metadata:
@@ -127,14 +129,20 @@ class Traces:
 
     def _answer(self, flow: http.HTTPFlow, result: TapResult) -> None:
         """An answer listener: the capture read the flow's answer (its tap finished)."""
-        first = self._retries.pop(flow.id, None)
+        first = self._retries.get(flow.id)
         if first is not None:  # a second sending's answer is its first flow's (the client gets it there)
-            self._held_for(first).result = result
+            self._keep_answer(self._held_for(first), result)
             return
         pending = self._held_for(flow.id)
-        pending.result = result
+        self._keep_answer(pending, result)
         if pending.ended:
             self._hand_over(flow, pending)
+
+    def _keep_answer(self, pending: _Pending, result: TapResult) -> None:
+        pending.result = result
+        answer = result.answer
+        if answer is not None:
+            self._hold(pending, sum(len(part.text) + len(part.value or "") for part in answer.parts()))
 
     def _ended(self, flow: http.HTTPFlow) -> None:
         if self.export is None:
@@ -163,12 +171,15 @@ class Traces:
         pending = self._pending.get(flow_id)
         if pending is None:
             pending = self._pending[flow_id] = _Pending()
+            self._hold(pending, PENDING_BYTES)
         return pending
 
     def _hold(self, pending: _Pending, size: int) -> None:
+        """Counts what `pending` holds more; past MAX_HELD_BYTES or MAX_PENDING the oldest flows are let go of (a
+        flow whose hooks never came, say), and their spans are not made."""
         pending.size += size
         self._held += size
-        while self._held > MAX_HELD_BYTES and len(self._pending) > 1:
+        while (self._held > MAX_HELD_BYTES or len(self._pending) > MAX_PENDING) and len(self._pending) > 1:
             _, oldest = self._pending.popitem(last=False)
             self._held -= oldest.size
 
@@ -182,12 +193,12 @@ class Traces:
         if export is None or meta is None:
             return
         try:
-            export.submit(exchange_of(flow, meta, pending, self.runtime.whole_answers))
+            export.submit(exchange_of(flow, meta, pending))
         except Exception as e:
             fail_open(flow.id, "traces", None, e)
 
 
-def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending, whole: bool) -> Exchange:
+def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending) -> Exchange:
     """What the span of a finished flow is made of, taken on the event loop: references and a few numbers."""
     request, response = flow.request, flow.response
     wire_format = formats.by_name(meta["format"])
@@ -207,6 +218,7 @@ def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending, wh
         server_port=request.port,
         path=request.path,
         api_url=f"{request.scheme}://{host}{request.path.split('?', 1)[0]}",
+        scope=str(meta.get("scope", "")),
         request_model=model,
         started=request.timestamp_start,
         ended=ended,
@@ -216,7 +228,7 @@ def exchange_of(flow: http.HTTPFlow, meta: dict[str, Any], pending: _Pending, wh
         error=flow.error.msg if flow.error is not None else None,
         first_chunk_at=result.first_chunk_at if result is not None else None,
         answer=answer,
-        whole_answer=whole,
+        whole_answer=result.whole_answer if result is not None else False,
         calls=[call.id for record in records for call in record.tool_calls if call.id],
         response_id=(answer.id if answer is not None else None)
         or next((r.response_id for r in records if r.response_id), None),

@@ -20,6 +20,7 @@ from .events import Captured, Diagnosed, Event, Failure, Recovered, Repaired, Sk
 from .redact import redact_text
 
 PREFIX = "llm_proxy"
+MAX_API_URL_CHARS = 2048  # past it (and for a model name as long) an answer is counted unpriced, never queued
 MODELS_KEPT = 64  # distinct models (and providers, rules) a proxy labels; the rest are "other"
 OTHER = "other"
 UNKNOWN = "unknown"
@@ -193,7 +194,7 @@ class Pricing:
     import), which the event loop does not wait for. At most MAX_WAITING answers wait; past it the oldest is let go of
     and counted as unpriced."""
 
-    MAX_WAITING = 4096
+    MAX_WAITING = 4096  # each holds a Usage and four short strings: well under 4 MiB in all
 
     def __init__(self, metrics: FleetMetrics) -> None:
         self.metrics = metrics
@@ -209,17 +210,21 @@ class Pricing:
         """Queues an answer's usage to be priced at `model`'s prices, labelled as its exchange is (`provider`, and the
         model it `asked` for)."""
         labels = (self.metrics.providers(provider), self.metrics.models(asked))
+        if len(api_url) > MAX_API_URL_CHARS or (model is not None and len(model) > MAX_API_URL_CHARS):
+            self.metrics.unpriced.labels(*labels).inc()  # no real API's: never held, never priced
+            return
         with self._wake:
             if len(self._waiting) >= self.MAX_WAITING:
                 self.metrics.unpriced.labels(*self._waiting.popleft()[4:]).inc()
             self._waiting.append((usage, model, wire_format, api_url, *labels))
             self._wake.notify()
 
-    def stop(self) -> None:
+    def stop(self, *, wait: bool = True) -> None:
         with self._wake:
             self._closing = True
             self._wake.notify()
-        self._thread.join(5)
+        if wait:
+            self._thread.join(5)
 
     def _run(self) -> None:
         while True:

@@ -12,9 +12,9 @@ from ..shared.cost import exchange_cost
 from ..shared.limits import MAX_DECODED_BYTES
 from ..shared.redact import redact_text
 from ..transcripts import conversation
-from ..wire.content_encoding import Undecodable, decode_body
+from ..wire.content_encoding import decode_body
 from ..wire.conversation import Answer, Conversation, Link, message_links
-from .genai import Attributes, SpanEvent, content_attributes, span_name, usage_attributes
+from .genai import Attributes, SpanEvent, content_attributes, span_name, usage_attributes, value_size
 
 _ERROR_TEXT_CHARS = 512
 
@@ -48,6 +48,7 @@ class Exchange:
     rule: str | None = None  # the diagnosis of a refusal
     refusal: str | None = None  # the provider's text of a refusal, redacted
     api_url: str | None = None  # scheme, host and path the request went to (what a price is looked up by)
+    scope: str = ""  # whose request it was (shared/scope.py): turns of different callers are never one conversation
 
     def size(self) -> int:
         """About the bytes it holds (what the span queue is bounded by)."""
@@ -68,6 +69,11 @@ class SpanPlan:
     issued: list[Link]  # what its answer made, for later turns to find
     error: str | None  # the span's status description, when the exchange failed
 
+    def size(self) -> int:
+        """About the bytes its span holds: its texts, and a little for each value and event."""
+        held = 256 + sum(len(key) + value_size(value) for key, value in self.attributes.items())
+        return held + sum(event.size() for event in self.events)
+
 
 def read_request(exchange: Exchange) -> Conversation | None:
     """The conversation the request carried; None when its body cannot be read (the span says less, nothing more)."""
@@ -76,7 +82,7 @@ def read_request(exchange: Exchange) -> Conversation | None:
     try:
         body = decode_body(exchange.request_body, exchange.request_encoding, MAX_DECODED_BYTES)
         return conversation(exchange.wire_format, jsoncodec.loads(body), exchange.path)
-    except (Undecodable, ValueError):
+    except Exception:  # Undecodable, not JSON, or a shape a transcriber trips on: the span says less, nothing more
         return None
 
 
@@ -148,6 +154,9 @@ def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
     issued: list[Link] = [("call", call) for call in exchange.calls]
     if answer is not None and exchange.whole_answer:  # a summary holds pieces of messages: no link is read of it
         issued += [link for message in answer.messages for link in message_links(message)]
+    # Two callers' chats may hold the same text ("How can I help?"): links are told apart by whose they are.
+    links = [(kind, f"{exchange.scope}\n{key}") for kind, key in links]
+    issued = [(kind, f"{exchange.scope}\n{key}") for kind, key in dict.fromkeys(issued)]
     return SpanPlan(
         name=span_name(exchange.operation, model),
         start_ns=_ns(exchange.started),

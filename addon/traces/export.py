@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
@@ -33,6 +33,9 @@ logger = masked_logger(__name__)
 
 MAX_QUEUED_BYTES = 32 * 1024 * 1024
 BATCH = 256  # spans sent in one request to the collector, at most
+# And about this many bytes of them (collectors take 4 MiB requests by default; one span with content holds up to
+# three 256 KiB attributes): a batch is sent once it reaches it.
+BATCH_BYTES = 3 * 1024 * 1024
 EXPORT_SECONDS = 5.0  # the exporter's time for one batch, its retries included
 SHUTDOWN_SECONDS = 3.0  # what stopping waits for the spans still queued
 SERVICE = "llm-reasoning-proxy"
@@ -68,7 +71,7 @@ class _ExporterLines(logging.Filter):
         try:
             self.last = redact_text(record.getMessage())[:300]
         except Exception:
-            self.last = record.msg if isinstance(record.msg, str) else None
+            self.last = redact_text(record.msg)[:300] if isinstance(record.msg, str) else None
         return False
 
 
@@ -88,8 +91,11 @@ class SpanExport:
         self._down = False  # the collector could not be reached, and that was said
         self._full_said = False
         self._collected = _Collected()
-        # Resource.create reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (Phoenix's openinference.project.name).
-        resource = Resource.create({"service.name": SERVICE, "service.version": __version__})
+        # OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (Phoenix's openinference.project.name) are read, and no other
+        # detector: the process detector would put mitmdump's command line, a Redis password in it, on every span.
+        resource = Resource({"service.name": SERVICE, "service.version": __version__}).merge(
+            OTELResourceDetector().detect()
+        )
         self._provider = TracerProvider(resource=resource, span_limits=SpanLimits(), shutdown_on_exit=False)
         self._provider.add_span_processor(self._collected)
         self._tracer = self._provider.get_tracer(SERVICE, __version__)
@@ -108,7 +114,7 @@ class SpanExport:
             if self._closing:
                 return False
             if self._queued_bytes + size > MAX_QUEUED_BYTES and self._queue:
-                self.counts.dropped += 1
+                self.counts.dropped += 1  # under the lock, as every count the export thread changes
                 if not self._full_said:
                     self._full_said = True
                     logger.warning(
@@ -124,18 +130,15 @@ class SpanExport:
             self._wake.notify()
         return True
 
-    def stop(self) -> None:
-        """Sends what is queued (for up to SHUTDOWN_SECONDS), then stops the thread and the exporter."""
+    def stop(self, *, wait: bool = True) -> None:
+        """Sends what is queued (for up to SHUTDOWN_SECONDS), then stops the thread and the exporter. Without `wait`
+        (options changed while traffic flows) the event loop does not wait for it: the thread ends on its own."""
         with self._wake:
             self._closing = True
             self._wake.notify()
+        if not wait:
+            return
         self._thread.join(SHUTDOWN_SECONDS + EXPORT_SECONDS)
-        for name in _EXPORTER_LOGGERS:
-            logging.getLogger(name).removeFilter(self._lines)
-        try:
-            self._exporter.shutdown()  # type: ignore[attr-defined]
-        except Exception as e:
-            logger.debug("llm otel: exporter shutdown: %s", e)
         if self.counts.dropped:
             logger.info("llm otel: %d spans sent, %d dropped", self.counts.exported, self.counts.dropped)
 
@@ -153,6 +156,12 @@ class SpanExport:
             return taken
 
     def _run(self) -> None:
+        try:
+            self._export_until_closed()
+        finally:  # the thread's own end, whether stop() waits for it or not
+            self._exporter_done()
+
+    def _export_until_closed(self) -> None:
         deadline: float | None = None
         while True:
             taken = self._take()
@@ -161,16 +170,30 @@ class SpanExport:
             if self._closing:
                 deadline = deadline or time.monotonic() + SHUTDOWN_SECONDS
                 if time.monotonic() > deadline:
-                    self.counts.dropped += len(taken) + len(self._queue)
+                    with self._wake:
+                        self.counts.dropped += len(taken) + len(self._queue)
                     return
+            batch_bytes = 0
             for exchange in taken:
                 try:
-                    self._make_span(exchange)
+                    batch_bytes += self._make_span(exchange)
                 except Exception as e:  # one exchange the span cannot be made of: the rest go on
                     logger.warning("llm otel: no span for flow %s: %s: %s", exchange.flow_id, type(e).__name__, e)
+                if batch_bytes >= BATCH_BYTES:
+                    self._send()
+                    batch_bytes = 0
             self._send()
 
-    def _make_span(self, exchange: Exchange) -> None:
+    def _exporter_done(self) -> None:
+        for name in _EXPORTER_LOGGERS:
+            logging.getLogger(name).removeFilter(self._lines)
+        try:
+            self._exporter.shutdown()  # type: ignore[attr-defined]
+        except Exception as e:
+            logger.debug("llm otel: exporter shutdown: %s", e)
+
+    def _make_span(self, exchange: Exchange) -> int:
+        """Makes the exchange's span (kept for `_send`); returns about the bytes it holds."""
         plan = plan_span(exchange, content=self.content)
         earlier = self.links.find(plan.links)  # the turn whose answer its request's history holds
         if earlier is not None:
@@ -200,6 +223,7 @@ class SpanExport:
         span.end(end_time=plan.end_ns)
         root = earlier.root_span_id if earlier is not None else own.span_id
         self.links.remember(plan.issued, TurnPlace(own.trace_id, root, own.span_id))
+        return plan.size()
 
     def _send(self) -> None:
         spans, self._collected.spans = self._collected.spans, []
@@ -216,8 +240,9 @@ class SpanExport:
                 self._down = False
                 logger.info("llm otel: %s takes spans again", self.display)
             return
-        self.counts.dropped += len(spans)
-        self.counts.failed_batches += 1
+        with self._wake:
+            self.counts.dropped += len(spans)
+            self.counts.failed_batches += 1
         if not self._down:
             self._down = True
             logger.warning(

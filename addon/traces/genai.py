@@ -13,15 +13,17 @@ encrypted reasoning) never appear, only their field, length and a short hash.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..shared import jsoncodec
-from ..shared.events import Captured, Diagnosed, Event, Failure, Recovered, Repaired, Skipped
-from ..shared.redact import redact_text
+from ..shared.events import Captured, Diagnosed, Event, Failure, Recovered, Repaired, Skipped, loggable_actions
+from ..shared.records import display_call_id
+from ..shared.redact import redact_json, redact_json_text, redact_text
 from ..wire.conversation import Answer, Conversation, Message, Part, Usage
 
+T = TypeVar("T")
 Attributes = dict[str, Any]  # what OpenTelemetry takes: str, bool, int, float, or a list of one of them
 
 # What a span may hold of an exchange's content: each content attribute is cut to this much JSON (the newest
@@ -52,14 +54,14 @@ class SpanEvent:
 
     def size(self) -> int:
         """About the bytes it holds: its texts and a little for each value."""
-        return 64 + len(self.name) + sum(len(k) + _value_size(v) for k, v in self.attributes.items())
+        return 64 + len(self.name) + sum(len(k) + value_size(v) for k, v in self.attributes.items())
 
 
-def _value_size(value: Any) -> int:
+def value_size(value: Any) -> int:
     if isinstance(value, str):
         return len(value)
     if isinstance(value, (list, tuple)):
-        return sum(_value_size(v) for v in value) + 8 * len(value)
+        return sum(value_size(v) for v in value) + 8 * len(value)
     return 8
 
 
@@ -83,18 +85,34 @@ def usage_attributes(usage: Usage) -> Attributes:
     return found
 
 
+def _cut(text: str) -> str:
+    """A masked text cut to PART_CHARS (masked first: a cut could leave the start of a credential unmasked)."""
+    return text if len(text) <= PART_CHARS else f"{text[:PART_CHARS]}…[{len(text) - PART_CHARS:,} more characters]"
+
+
 def _text(text: str) -> str:
-    text = text if len(text) <= PART_CHARS else f"{text[:PART_CHARS]}…[{len(text) - PART_CHARS:,} more characters]"
-    return redact_text(text)
+    return _cut(redact_text(text))
+
+
+def _json_text(text: str) -> str:
+    """A text that may be JSON (a tool's result), masked as the event log masks JSON: escapes and secret-naming keys
+    such as a cookie's are seen through."""
+    return _cut(redact_json_text(text))
 
 
 def _arguments(text: str) -> Any:
-    """A tool call's arguments as the JSON they are, when they are JSON (redacted either way)."""
-    cleaned = _text(text)
+    """A tool call's arguments as the JSON they are, decoded before they are masked; masked text when not JSON."""
+    if not text:
+        return None
     try:
-        return jsoncodec.loads(cleaned.encode("utf-8", "surrogatepass")) if cleaned else None
+        return redact_json(jsoncodec.loads(text.encode("utf-8", "surrogatepass")))
     except ValueError:
-        return cleaned
+        return _text(text)
+
+
+def _call_id(call_id: str | None) -> str | None:
+    """A tool call id, without the signature some gateways carry inside it (LiteLLM's `__thought__`)."""
+    return display_call_id(call_id) if call_id else call_id
 
 
 def message_part(part: Part) -> dict[str, Any]:
@@ -105,14 +123,21 @@ def message_part(part: Part) -> dict[str, Any]:
     if part.kind == "reasoning":
         return {"type": "reasoning", "content": _text(part.text)}
     if part.kind == "tool_call":
-        return {"type": "tool_call", "id": part.call_id, "name": part.name or "", "arguments": _arguments(part.text)}
+        return {
+            "type": "tool_call",
+            "id": _call_id(part.call_id),
+            "name": _text(part.name or ""),
+            "arguments": _arguments(part.text),
+        }
     if part.kind == "tool_result":
-        return {"type": "tool_call_response", "id": part.call_id, "response": _text(part.text)}
+        return {"type": "tool_call_response", "id": _call_id(part.call_id), "response": _json_text(part.text)}
     if part.kind == "opaque":  # a signature or encrypted reasoning: what and how long, never the value
         return {"type": "opaque", "field": part.field, "length": part.length, "sha256_16": part.digest}
     if part.kind == "media":
         return {"type": "media", "mime_type": part.name, "length": part.length}
-    return {"type": "other", "field": part.field, "content": _text(part.text)}
+    # A block or item no transcriber knows may hold encrypted state of a kind new to the proxy (a compaction item's
+    # encrypted_content, a search result's): what it is and how long, never what it holds.
+    return {"type": "other", "field": part.field, "length": len(part.text)}
 
 
 def chat_message(message: Message, finish: str | None = None) -> dict[str, Any]:
@@ -129,18 +154,19 @@ def _is_instructions(message: Message) -> bool:
     return message.role == "system" and "[" not in message.where
 
 
-def _newest_that_fit(shaped: list[Any]) -> tuple[str, int]:
-    """The JSON of the newest of `shaped` that fit in CONTENT_CHARS, and how many older ones were left out."""
+def _newest_that_fit(items: list[T], shape: Callable[[T], Any]) -> tuple[str, int]:
+    """The JSON of the newest of `items` that fit in CONTENT_CHARS, each shaped (and masked) by `shape` only when it
+    is reached, and how many older ones were left out: a long history costs what is kept of it, not all of it."""
     kept: list[bytes] = []
     size = 2
-    for item in reversed(shaped):
-        encoded = jsoncodec.dumps(item)
+    for item in reversed(items):
+        encoded = jsoncodec.dumps(shape(item))
         if kept and size + len(encoded) + 1 > CONTENT_CHARS:
             break
         kept.append(encoded)
         size += len(encoded) + 1
     kept.reverse()
-    return (b"[" + b",".join(kept) + b"]").decode("utf-8", "replace"), len(shaped) - len(kept)
+    return (b"[" + b",".join(kept) + b"]").decode("utf-8", "replace"), len(items) - len(kept)
 
 
 def content_attributes(sent: Conversation | None, answer: Answer | None) -> Attributes:
@@ -150,20 +176,20 @@ def content_attributes(sent: Conversation | None, answer: Answer | None) -> Attr
     if sent is not None:
         instructions = [part for m in sent.messages if _is_instructions(m) for part in m.parts]
         if instructions:
-            found["gen_ai.system_instructions"], _ = _newest_that_fit([message_part(p) for p in instructions])
-        history = [chat_message(m) for m in sent.messages if not _is_instructions(m)]
-        found["gen_ai.input.messages"], left_out = _newest_that_fit(history)
+            found["gen_ai.system_instructions"], _ = _newest_that_fit(instructions, message_part)
+        history = [m for m in sent.messages if not _is_instructions(m)]
+        found["gen_ai.input.messages"], left_out = _newest_that_fit(history, chat_message)
         if left_out:
             found["llm_proxy.input.messages_left_out"] = left_out
     if answer is not None and answer.messages:
         finish = answer.finish or ""
-        found["gen_ai.output.messages"], _ = _newest_that_fit([chat_message(m, finish) for m in answer.messages])
+        found["gen_ai.output.messages"], _ = _newest_that_fit(answer.messages, lambda m: chat_message(m, finish))
     return found
 
 
 def _short(text: str | None) -> str:
-    text = text or ""
-    return redact_text(text if len(text) <= EVENT_TEXT_CHARS else text[:EVENT_TEXT_CHARS] + "…")
+    text = redact_text(text or "")
+    return text if len(text) <= EVENT_TEXT_CHARS else text[:EVENT_TEXT_CHARS] + "…"
 
 
 def _strings(values: Iterable[Any]) -> list[str]:
@@ -195,7 +221,8 @@ def span_event(event: Event, timestamp_ns: int) -> SpanEvent | None:
                 "llm_proxy.repairs": event.total,
                 "llm_proxy.cache_hits": event.cache_hits,
                 "llm_proxy.kinds": sorted({a.kind for a in event.actions} | set(event.again_by_kind)),
-                "llm_proxy.actions": _strings(action.describe() for action in event.actions),
+                # Ids shortened whatever llm_log_opaque says: a span never carries a signature.
+                "llm_proxy.actions": _strings(action.describe() for action in loggable_actions(event.actions, False)),
             },
         )
     if isinstance(event, Recovered):
@@ -218,7 +245,7 @@ def span_event(event: Event, timestamp_ns: int) -> SpanEvent | None:
             "llm_proxy.repaired": event.repaired,
         }
         culprit = [_short(v) for v in (event.location, event.field, event.function) if v]
-        culprit += _strings(event.tool_call_ids) + _strings(event.item_ids)
+        culprit += _strings(map(display_call_id, event.tool_call_ids)) + _strings(event.item_ids)
         if culprit:
             attributes["llm_proxy.culprit"] = culprit[:EVENT_LIST_ITEMS]
         if event.provider:

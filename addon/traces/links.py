@@ -15,7 +15,7 @@ from ..wire.conversation import Link
 # The links kept: the key's characters plus what Python spends on an entry of this map, its tuple and its ids.
 MAX_BYTES = 8 * 1024 * 1024
 ENTRY_BYTES = 240
-MAX_KEY_CHARS = 256  # a longer tool call id is not kept (it costs more than it is likely to link)
+MAX_KEY_CHARS = 512  # a longer link (its caller's scope and a tool call id) is not kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -128,7 +128,8 @@ class ChatTranscriber(ListTranscriber):
     wire_format = WIRE_FORMAT
     # The events that say the answer's model, id, usage and why it stopped (its last chunks; each chunk names its id
     # and model): an answer read for its summary alone reads no other (ReadingAndAssembling).
-    summary_markers = (b'"usage"', b'"finish_reason":"', b'"finish_reason": "')
+    # OpenAI sends `"usage":null` on every chunk when stream_options asks for usage: only an object is a summary.
+    summary_markers = (b'"usage":{', b'"usage": {', b'"finish_reason":"', b'"finish_reason": "')
     items_key = "messages"
 
     def preamble(self, doc: dict[str, Any], path: str) -> Conversation:
