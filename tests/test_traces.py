@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from llm_reasoning_proxy import dialects
 from llm_reasoning_proxy import wire as formats
 from llm_reasoning_proxy.answer.assembled import ReadingAndAssembling
@@ -23,6 +22,7 @@ from llm_reasoning_proxy.traces.links import ENTRY_BYTES, ConversationLinks, Tur
 from llm_reasoning_proxy.transcripts import read_answer
 from llm_reasoning_proxy.wire.anthropic.transcript import anthropic_usage
 from llm_reasoning_proxy.wire.chat_completions.transcript import chat_usage
+
 from tests.support.otlp_sink import OtlpSink
 
 SIGNATURE = "EqQBCkgIARABGAIiQL" + "x" * 300
