@@ -500,3 +500,21 @@ def test_flows_whose_spans_wait_are_bounded_by_what_they_hold(monkeypatch: pytes
     assert len(traces._pending) <= 100
     assert traces._held == sum(p.size for p in traces._pending.values()) <= hook.MAX_HELD_BYTES
     assert "f999" in traces._pending and "f0" not in traces._pending  # the oldest went first
+
+
+def test_a_flow_let_go_of_while_its_answer_came_is_not_counted_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llm_reasoning_proxy.answer.tap import TapResult
+    from llm_reasoning_proxy.hooks import traces as hook
+    from llm_reasoning_proxy.hooks.runtime import Runtime
+    from mitmproxy.test import tflow
+
+    monkeypatch.setattr(hook, "MAX_HELD_BYTES", 10_000)
+    traces = hook.Traces(Runtime())
+    flow = tflow.tflow(resp=True)
+    traces._held_for(flow.id).ended = True
+    traces._event(Skipped(flow_id="newer", url="u", reason="r"))
+    answer = read_answer(
+        "anthropic_messages", json.dumps({"content": [{"type": "text", "text": "x" * 20_000}]}).encode(), sse=False
+    )
+    traces._answer(flow, TapResult(complete=True, sse=False, read=True, answer=answer))  # evicts the flow itself
+    assert traces._held == sum(p.size for p in traces._pending.values()) >= 0

@@ -185,8 +185,8 @@ class Traces:
 
     def _hand_over(self, flow: http.HTTPFlow, pending: _Pending) -> None:
         """The flow and its answer are over: its span is made off the loop."""
-        self._pending.pop(flow.id, None)
-        self._held -= pending.size
+        if self._pending.pop(flow.id, None) is not None:  # else let go of already, and no longer counted
+            self._held -= pending.size
         self._handed_over.append(flow.id)
         export = self.export
         meta = flow_meta(flow)
