@@ -111,12 +111,17 @@ def test_a_collector_that_is_down_or_hangs_costs_the_traffic_nothing(
     else:
         sink.hold.clear()  # takes the export's connection, never answers it
         url = sink.url
-    with traced(fake, confdir, url) as proxy:
+    metrics = f"127.0.0.1:{free_port()}"
+    with traced(fake, confdir, url, llm_metrics=metrics) as proxy:
         for _ in range(3):
             tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
         line = proxy.wait_for_line("llm otel: cannot send spans to")
         tool_loop_with_a_repair_and_a_400(proxy, fake, api_key)
+        text = scrape(metrics, "llm_proxy_spans_dropped_total")
     assert url in line and "traffic goes on" in line
+    assert "llm_proxy_spans_sent_total 0.0" in text
+    (dropped,) = [line for line in text.splitlines() if line.startswith("llm_proxy_spans_dropped_total ")]
+    assert float(dropped.split()[1]) >= 1  # the batch the collector never took
     assert proxy.output.count("llm otel: cannot send spans") == 1
     assert "opentelemetry" not in proxy.output.lower().replace("opentelemetry's", "")
     assert "failed on flow" not in proxy.output  # no hook failed open

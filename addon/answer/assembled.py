@@ -4,6 +4,7 @@ for, what it said)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -14,12 +15,16 @@ from ..wire.assembly import AnswerAssembler
 from ..wire.conversation import Answer
 from ..wire.sse import SSEEvent
 
+SUMMARY_EVENTS = 4  # Anthropic's and Bedrock's summaries are two events, chat's a stop and a usage chunk per choice
+
 
 class ReadingAndAssembling:
     """Takes a ResponseReader's place in the tap.
 
-    With `summary_markers` (the transcriber's), the assembler is given only the stream events that hold one: the
-    answer's model, id, usage and stop reason, none of its text, and the reader still passes over the rest unparsed.
+    With `summary_markers` (the transcriber's), the assembler is given only the last SUMMARY_EVENTS stream events
+    that hold one, once the answer ended: the answer's model, id, usage and stop reason (providers send them last, or
+    again at the end: Gemini's usage so far is on every chunk), none of its text; the reader still passes over the
+    rest unparsed.
     Without, every event goes to both and none is passed over: what it costs is why the whole answer is assembled
     only when its content is asked for (llm_otel_content)."""
 
@@ -30,6 +35,7 @@ class ReadingAndAssembling:
         self.assembler: AnswerAssembler | None = assembler
         self.summary_markers = summary_markers
         self.problem: str | None = None  # why the assembler was let go of
+        self._summaries: deque[SSEEvent] = deque(maxlen=SUMMARY_EVENTS)
 
     @property
     def markers(self) -> tuple[bytes, ...] | None:
@@ -53,8 +59,12 @@ class ReadingAndAssembling:
 
     def feed_event(self, event: SSEEvent) -> None:
         self.reader.feed_event(event)
-        if self.assembler is not None and self._summary(event.data):
+        if self.assembler is None or not self._summary(event.data):
+            return
+        if self.summary_markers is None:
             self._assemble(self.assembler.feed_event, event)
+        else:
+            self._summaries.append(event)  # read at the end: only the last few say the final usage and stop
 
     def feed_document(self, doc: Any) -> None:
         self.reader.feed_document(doc)
@@ -72,6 +82,10 @@ class ReadingAndAssembling:
         return self.reader.records(complete=complete)
 
     def answer(self) -> Answer | None:
+        summaries, self._summaries = self._summaries, deque()
+        for event in summaries:
+            if self.assembler is not None:
+                self._assemble(self.assembler.feed_event, event)
         if self.assembler is None:
             return None
         try:

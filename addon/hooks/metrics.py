@@ -48,7 +48,7 @@ class Metrics:
             from ..shared.metrics import FleetMetrics, MetricsServer, Pricing
         except ImportError as e:
             refuse(f"llm_metrics needs {e.name or 'prometheus_client'}: install it where mitmproxy runs")
-        counts = FleetMetrics()
+        counts = FleetMetrics(spans=lambda: self.runtime.span_counts)
         try:
             self._server = MetricsServer(address, counts)
         except OSError as e:

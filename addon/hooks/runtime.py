@@ -50,6 +50,7 @@ class Runtime:
         # Told of each answer the capture read (hooks/traces.py, hooks/metrics.py): with any, answers are assembled.
         self.answer_listeners: list[Callable[[http.HTTPFlow, TapResult], None]] = []
         self.whole_answers = False  # whether they want what an answer said, not only its model, usage and stop reason
+        self.span_counts: object | None = None  # the traces' counts of spans sent and dropped (hooks/traces.py)
 
     @property
     def ready(self) -> bool:

@@ -81,6 +81,7 @@ class Traces:
         self.runtime.events.listeners.append(self._event)
         self.runtime.answer_listeners.append(self._answer)
         self.runtime.whole_answers = content
+        self.runtime.span_counts = self.export.counts  # for the metrics, when they are served
         logger.info("llm traces to %s%s", display_url(endpoint), " with content" if content else "")
 
     def _stop(self, *, wait: bool = False) -> None:
@@ -89,6 +90,7 @@ class Traces:
         if self._answer in self.runtime.answer_listeners:
             self.runtime.answer_listeners.remove(self._answer)
         self.runtime.whole_answers = False
+        self.runtime.span_counts = None
         self._pending.clear()
         self._held = 0
         self._retries.clear()

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Protocol
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily
 
 from ..wire.conversation import Usage
 from .cost import exchange_cost
@@ -70,11 +73,36 @@ class LabelFolder:
         return folded
 
 
+class SpanCounts(Protocol):
+    exported: int
+    dropped: int
+
+
+class _Spans:
+    """The traces' own counts (traces/export.py), read when /metrics is: spans sent, and dropped (a full queue, or a
+    collector that did not take them)."""
+
+    def __init__(self, read: Callable[[], SpanCounts | None]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        counts = self.read()
+        if counts is None:  # no traces (llm_otel off)
+            return
+        yield CounterMetricFamily(f"{PREFIX}_spans_sent", "Spans the collector took (llm_otel)", value=counts.exported)
+        yield CounterMetricFamily(
+            f"{PREFIX}_spans_dropped",
+            "Spans dropped: the queue was full or the collector refused",
+            value=counts.dropped,
+        )
+
+
 class FleetMetrics:
     """The proxy's counters, in a registry of their own (a reconfigured proxy, or a test, makes a fresh one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, spans: Callable[[], SpanCounts | None] = lambda: None) -> None:
         self.registry = CollectorRegistry()
+        self.registry.register(_Spans(spans))
         self.models = LabelFolder()
         self.providers = LabelFolder()
         self.rules = LabelFolder()

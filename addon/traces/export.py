@@ -36,6 +36,9 @@ BATCH = 256  # spans sent in one request to the collector, at most
 # And about this many bytes of them (collectors take 4 MiB requests by default; one span with content holds up to
 # three 256 KiB attributes): a batch is sent once it reaches it.
 BATCH_BYTES = 3 * 1024 * 1024
+# How long a batch waits for more spans once it has one: each request to the collector costs the export thread about
+# a millisecond of CPU, which many agents' turns at once would otherwise pay a few spans at a time.
+BATCH_SECONDS = 1.0
 EXPORT_SECONDS = 5.0  # the exporter's time for one batch, its retries included
 SHUTDOWN_SECONDS = 3.0  # what stopping waits for the spans still queued
 SERVICE = "llm-reasoning-proxy"
@@ -127,7 +130,8 @@ class SpanExport:
                 return False
             self._queue.append(exchange)
             self._queued_bytes += size
-            self._wake.notify()
+            if len(self._queue) in (1, BATCH):  # the thread waits for the first, or for a batch to fill
+                self._wake.notify()
         return True
 
     def stop(self, *, wait: bool = True) -> None:
@@ -146,6 +150,12 @@ class SpanExport:
         with self._wake:
             while not self._queue and not self._closing:
                 self._wake.wait()
+            until = time.monotonic() + BATCH_SECONDS
+            while len(self._queue) < BATCH and not self._closing:
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                self._wake.wait(left)
             taken = []
             while self._queue and len(taken) < BATCH:
                 exchange = self._queue.popleft()
