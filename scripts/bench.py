@@ -7,9 +7,12 @@ loopback ("direct"), through mitmdump that only streams event streams
 addon/main.py` ("addon"). Medians and the ratios addon/plain and plain/direct
 are printed and written as JSON. The pure capture and repair functions are
 also timed in process, and the proxy's resident memory is watched over a
-thousand streamed turns and one 50 MB stream.
+thousand streamed turns and one 50 MB stream. With `--observed` a fourth
+target joins the rounds: the addon with traces (`llm_otel`, to
+scripts/bench_otlp_sink.py) and metrics (`llm_metrics`) on, and its ratios
+over plain mitmdump and over the addon without them are printed beside.
 
-    scripts/bench [--out bench-results.json] [--quick]
+    scripts/bench [--out bench-results.json] [--quick] [--no-peers] [--observed]
 
 What keeps the addon cheap:
 
