@@ -11,7 +11,7 @@ from ..shared import jsoncodec
 from ..shared.cost import exchange_cost
 from ..shared.limits import MAX_DECODED_BYTES
 from ..shared.redact import redact_text
-from ..transcripts import conversation
+from ..transcripts import TRANSCRIBERS, conversation
 from ..wire.content_encoding import decode_body
 from ..wire.conversation import Answer, Conversation, Link, message_links
 from .genai import Attributes, SpanEvent, content_attributes, span_name, usage_attributes, value_size
@@ -75,13 +75,19 @@ class SpanPlan:
         return held + sum(event.size() for event in self.events)
 
 
-def read_request(exchange: Exchange) -> Conversation | None:
-    """The conversation the request carried; None when its body cannot be read (the span says less, nothing more)."""
+def read_request(exchange: Exchange, *, newest: int | None = None) -> Conversation | None:
+    """The conversation the request carried, or only its `newest` messages (what ties it to the turn before: a long
+    history is then parsed, not read message by message); None when its body cannot be read (the span says less,
+    nothing more)."""
     if exchange.request_body is None:
         return None
     try:
         body = decode_body(exchange.request_body, exchange.request_encoding, MAX_DECODED_BYTES)
-        return conversation(exchange.wire_format, jsoncodec.loads(body), exchange.path)
+        doc = jsoncodec.loads(body)
+        items_key = getattr(TRANSCRIBERS[exchange.wire_format], "items_key", None)
+        if newest is not None and isinstance(doc, dict) and isinstance(doc.get(items_key), list):
+            doc[items_key] = doc[items_key][-newest:]
+        return conversation(exchange.wire_format, doc, exchange.path)
     except Exception:  # Undecodable, not JSON, or a shape a transcriber trips on: the span says less, nothing more
         return None
 
@@ -108,8 +114,13 @@ def _ns(seconds: float) -> int:
     return int(seconds * 1_000_000_000)
 
 
+# Without content, a request is read for its links to the turn before (the tool calls of the answer it continues,
+# and their results): its newest messages hold them.
+LINKED_MESSAGES = 16
+
+
 def plan_span(exchange: Exchange, *, content: bool) -> SpanPlan:
-    sent = read_request(exchange)
+    sent = read_request(exchange, newest=None if content else LINKED_MESSAGES)
     answer = exchange.answer
     # A model is whatever the client named: masked like every text, in case it is a credential.
     model = exchange.request_model or (sent.model if sent is not None else None)
