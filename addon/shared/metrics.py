@@ -175,13 +175,7 @@ class FleetMetrics:
 
     def count_usage(self, provider: str | None, model: str | None, usage: Usage) -> None:
         provider_label, model_label = self.providers(provider), self.models(model)
-        for kind, value in (
-            ("input", usage.all_input),
-            ("output", usage.output),
-            ("reasoning", usage.reasoning),
-            ("cache_read", usage.cache_read),
-            ("cache_write", usage.cache_write),
-        ):
+        for kind, value in usage.counts():
             if value:
                 self.tokens.labels(provider_label, model_label, kind).inc(value)
 

@@ -70,19 +70,19 @@ def span_name(operation: str, model: str | None) -> str:
     return f"{operation} {model}" if model else operation
 
 
+# Usage.counts' kinds under the conventions' names.
+_USAGE_NAMES = {
+    "input": "gen_ai.usage.input_tokens",
+    "output": "gen_ai.usage.output_tokens",
+    "reasoning": "gen_ai.usage.reasoning.output_tokens",
+    "cache_read": "gen_ai.usage.cache_read.input_tokens",
+    "cache_write": "gen_ai.usage.cache_creation.input_tokens",
+}
+
+
 def usage_attributes(usage: Usage) -> Attributes:
     """The usage the provider reported, under the conventions' names; what it did not report is left out."""
-    found: Attributes = {}
-    for name, value in (
-        ("gen_ai.usage.input_tokens", usage.all_input),
-        ("gen_ai.usage.output_tokens", usage.output),
-        ("gen_ai.usage.reasoning.output_tokens", usage.reasoning),
-        ("gen_ai.usage.cache_read.input_tokens", usage.cache_read),
-        ("gen_ai.usage.cache_creation.input_tokens", usage.cache_write),
-    ):
-        if value is not None:
-            found[name] = value
-    return found
+    return {_USAGE_NAMES[kind]: value for kind, value in usage.counts() if value is not None}
 
 
 def _cut(text: str) -> str:

@@ -109,6 +109,16 @@ class Usage:
         values = (self.input, self.output, self.reasoning, self.cache_read, self.cache_write, self.total)
         return any(v is not None for v in values)
 
+    def counts(self) -> tuple[tuple[str, int | None], ...]:
+        """The counts by kind, input with its cached tokens: what the metrics and the traces report."""
+        return (
+            ("input", self.all_input),
+            ("output", self.output),
+            ("reasoning", self.reasoning),
+            ("cache_read", self.cache_read),
+            ("cache_write", self.cache_write),
+        )
+
     @property
     def all_input(self) -> int | None:
         """Every input token, cached or not (what OpenTelemetry's `gen_ai.usage.input_tokens` counts)."""
