@@ -353,7 +353,7 @@ def test_reading_a_stream_for_its_summary_finds_what_reading_it_whole_does(path:
     name = _format_of(body)
     whole = read_answer(name, body, sse=True)
     transcriber = formats.TRANSCRIBERS[name]
-    reading = ReadingAndAssembling(formats.by_name(name).reader(), transcriber.assembler(), transcriber.summary_markers)
+    reading = ReadingAndAssembling(formats.by_name(name).reader(), transcriber.assembler, transcriber.summary_markers)
     read_recorded(reading, body, sse=True)
     summary = reading.answer()
     assert (summary.model, summary.id, summary.finish, summary.usage) == (
@@ -447,7 +447,7 @@ def test_the_same_text_from_two_callers_is_two_conversations() -> None:
 def test_a_chunk_that_only_says_usage_is_null_is_no_summary() -> None:
     reader = formats.by_name("chat_completions").reader()
     transcriber = formats.TRANSCRIBERS["chat_completions"]
-    reading = ReadingAndAssembling(reader, transcriber.assembler(), transcriber.summary_markers)
+    reading = ReadingAndAssembling(reader, transcriber.assembler, transcriber.summary_markers)
     content = b'{"id":"c","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":null}'
     assert reading._summary(content) is False
     assert reading._summary(b'{"usage":{"prompt_tokens":1}}') is True
@@ -462,7 +462,7 @@ def test_an_assembler_that_fails_leaves_the_capture_as_it_was() -> None:
         def event(self, payload, name):
             raise TypeError("broken")
 
-    beside = ReadingAndAssembling(formats.by_name("chat_completions").reader(), Broken())
+    beside = ReadingAndAssembling(formats.by_name("chat_completions").reader(), Broken)
     read_recorded(beside, body, sse=True)
     assert beside.records(complete=True) == alone.records(complete=True)
     assert beside.answer() is None and beside.problem == "TypeError: broken"

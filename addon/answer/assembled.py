@@ -4,6 +4,7 @@ for, what it said)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import deque
 from collections.abc import Callable
@@ -15,6 +16,13 @@ from ..wire import ResponseReader
 from ..wire.assembly import AnswerAssembler
 from ..wire.conversation import Answer
 from ..wire.sse import SSEEvent
+
+
+@functools.lru_cache(maxsize=16)
+def _search(markers: tuple[bytes, ...]) -> Callable[[bytes], re.Match[bytes] | None]:
+    """One search for all of a transcriber's markers (five transcribers: a few entries)."""
+    return re.compile(b"|".join(map(re.escape, markers))).search
+
 
 SUMMARY_EVENTS = 4  # Anthropic's and Bedrock's summaries are two events, chat's a stop and a usage chunk per choice
 
@@ -30,19 +38,36 @@ class ReadingAndAssembling:
     only when its content is asked for (llm_otel_content)."""
 
     def __init__(
-        self, reader: ResponseReader, assembler: AnswerAssembler, summary_markers: tuple[bytes, ...] | None = None
+        self,
+        reader: ResponseReader,
+        assembler: Callable[[], AnswerAssembler],
+        summary_markers: tuple[bytes, ...] | None = None,
     ) -> None:
+        """`assembler` makes the assembler when the first event or document comes for it: this is made on the way
+        to a stream's first event, which waits for nothing more than it must."""
         self.reader = reader
-        self.assembler: AnswerAssembler | None = assembler
+        self._make_assembler: Callable[[], AnswerAssembler] | None = assembler
+        self._assembler: AnswerAssembler | None = None
         self.summary_markers = summary_markers
         self.problem: str | None = None  # why the assembler was let go of
         self._summaries: deque[SSEEvent] = deque(maxlen=SUMMARY_EVENTS)
         # Every event the reader takes is looked at here too: one search for all the markers, and the reader's method
         # bound once, keep that to a fraction of a microsecond an event.
         self._read = reader.feed_event
-        self._find_summary = (
-            re.compile(b"|".join(map(re.escape, summary_markers))).search if summary_markers is not None else None
-        )
+        self._find_summary = _search(summary_markers) if summary_markers is not None else None
+
+    @property
+    def assembler(self) -> AnswerAssembler | None:
+        """The assembler, made when first asked for; None once it failed (`problem` says why)."""
+        if self._assembler is None and self._make_assembler is not None:
+            self._assembler = self._make_assembler()
+        return self._assembler
+
+    @assembler.setter
+    def assembler(self, value: AnswerAssembler | None) -> None:
+        self._assembler = value
+        if value is None:
+            self._make_assembler = None
 
     @property
     def markers(self) -> tuple[bytes, ...] | None:

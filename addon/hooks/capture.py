@@ -49,7 +49,7 @@ class ResponseCapture:
             if self.runtime.answer_listeners:  # the traces or the metrics read the answer too
                 transcriber = formats.TRANSCRIBERS[meta["format"]]
                 summary = None if self.runtime.whole_answers else transcriber.summary_markers
-                reader = ReadingAndAssembling(reader, transcriber.assembler(), summary)
+                reader = ReadingAndAssembling(reader, transcriber.assembler, summary)
             tap = ResponseTap(
                 reader,
                 sse=aws_frames or kind == sse_parser.MEDIA_TYPE,
