@@ -141,7 +141,7 @@ def test_phoenix_receives_a_repaired_tool_loop(
         signature = fake.anthropic.issued[tool_ids(turn)[0]][0]["signature"]
         messages = [QUESTION, without_thinking(turn), results(turn)]
         assert answer_text(reply(post(proxy.url, api_key, request(messages, stream=True)), stream=True))
-        spans = phoenix.spans(5, project=project)
+        spans = phoenix.spans(5, project=project, deadline=60.0)
     by_model = {}
     for span in spans:
         by_model.setdefault(span["attributes"]["gen_ai.request.model"], []).append(span)
