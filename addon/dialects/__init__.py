@@ -70,7 +70,14 @@ _remembered_serving = functools.lru_cache(maxsize=256)(_serving)
 
 def provider_name(host: str, path: str, model: str) -> str:
     """Who answers a request, as OpenTelemetry's GenAI conventions name providers (`gen_ai.provider.name`): the
-    dialect that serves it, else the one whose hosts it went to, else the host itself (a gateway of its own)."""
+    dialect that serves it, else the one whose hosts it went to, else the host itself (a gateway of its own). Asked
+    for every answer while metrics or traces are on: remembered as `serving` is, within the same bounds."""
+    if len(host) + len(path) + len(model) > _REMEMBERED_CHARS:
+        return _provider_name(host, path, model)
+    return _remembered_provider_name(host, path, model)
+
+
+def _provider_name(host: str, path: str, model: str) -> str:
     dialect = serving(host, path, model)
     if dialect is not None and dialect.otel_name:
         return dialect.otel_name
@@ -82,6 +89,9 @@ def provider_name(host: str, path: str, model: str) -> str:
         ):
             return dialect.otel_name
     return host
+
+
+_remembered_provider_name = functools.lru_cache(maxsize=256)(_provider_name)
 
 
 def chat_signature(host: str, path: str, model: str) -> ChatSignature | None:

@@ -13,6 +13,7 @@ encrypted reasoning) never appear, only their field, length and a short hash.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -193,7 +194,7 @@ def _short(text: str | None) -> str:
 
 
 def _strings(values: Iterable[Any]) -> list[str]:
-    return [_short(str(value)) for value in list(values)[:EVENT_LIST_ITEMS]]
+    return [_short(str(value)) for value in itertools.islice(values, EVENT_LIST_ITEMS)]  # the rest never made
 
 
 def span_event(event: Event, timestamp_ns: int) -> SpanEvent | None:
